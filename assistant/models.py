@@ -1,0 +1,1 @@
+# Conversation and Message arrive with the answering feature (issue 7).

@@ -1,0 +1,1 @@
+# Document, Page, IngestionRun and friends arrive with the ingestion feature (issue 4).

@@ -1,0 +1,61 @@
+"""One permission-checked fetch per object (healthchecks `_get_check_for_user()`).
+
+What the user may not see is a 404, so nobody learns that it exists; what they may see
+but not change is a 403.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.utils.translation import gettext as _
+
+from knowledge.models import Collection, Membership, Role, Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+    AnyUser = AbstractBaseUser | AnonymousUser
+
+
+def access_collection(user: AnyUser, collection_id: int | str, *, write: bool = False, manage: bool = False) -> Collection:
+    """The collection, if `user` may see it; `write` needs editor, `manage` needs team admin
+    (or the owning user)."""
+    collection = _get_or_404(Collection.objects.visible_to(user).select_related("owner_team"), collection_id)
+    if manage and not Collection.objects.manageable_by(user).filter(pk=collection.pk).exists():
+        raise PermissionDenied(_("Only the owner or a team admin can do this to the collection."))
+    if write and not Collection.objects.editable_by(user).filter(pk=collection.pk).exists():
+        raise PermissionDenied(_("You can read this collection but not change it."))
+    return collection
+
+
+def access_team(user: AnyUser, team_id: int | str, *, manage: bool = False) -> Team:
+    """The team, if `user` is a member; `manage` needs the admin role."""
+    team = _get_or_404(Team.objects.visible_to(user), team_id)
+    if manage and role_in_team(user, team) != Role.ADMIN:
+        raise PermissionDenied(_("Only team admins can change the team."))
+    return team
+
+
+def role_in_team(user: AnyUser, team: Team) -> Role | None:
+    if not user.is_authenticated:
+        return None
+    role = Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+    return Role(role) if role else None
+
+
+def collection_role(user: AnyUser, collection: Collection) -> Role | None:
+    """The user's role on a collection they can see: admin for the owning user."""
+    if collection.owner_user_id is not None:
+        return Role.ADMIN if collection.owner_user_id == user.pk else None
+    assert collection.owner_team is not None
+    return role_in_team(user, collection.owner_team)
+
+
+def _get_or_404(queryset, pk: int | str):  # type: ignore[no-untyped-def]
+    try:
+        return queryset.get(pk=int(pk))
+    except (ValueError, TypeError, queryset.model.DoesNotExist):
+        raise Http404(_("Not found.")) from None

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from knowledge.models import ApiToken
+from knowledge.models.tokens import hash_key
+
+KEYWORDS = ("token", "bearer")
+
+
+def user_for_key(key: str) -> tuple[Any, ApiToken] | None:
+    """The active user and token for a raw key, or None. Shared by REST and websockets."""
+    token = ApiToken.objects.active().select_related("user").filter(key_hash=hash_key(key)).first()
+    if token is None:
+        return None
+    now = timezone.now()
+    # Record use at most once a minute so busy integrations do not write on every call.
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user, token
+
+
+def key_from_header(value: str) -> str | None:
+    parts = value.split()
+    if len(parts) == 2 and parts[0].lower() in KEYWORDS:
+        return parts[1]
+    return None
+
+
+class ApiTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Token <key>` (or `Bearer <key>`)."""
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        key = key_from_header(header)
+        if key is None:
+            if header.split()[0].lower() in KEYWORDS:
+                raise exceptions.AuthenticationFailed(_("Malformed Authorization header: use 'Token <key>'."))
+            return None
+        found = user_for_key(key)
+        if found is None:
+            raise exceptions.AuthenticationFailed(_("Invalid or revoked API token."))
+        return found
+
+    def authenticate_header(self, request: Request) -> str:
+        return "Token"
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "knowledge.api.authentication.ApiTokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "apiKey", "in": "header", "name": "Authorization",
+                "description": "`Token <key>`; create keys under API tokens."}

@@ -1,0 +1,77 @@
+"""Serializers only shape and check data; writes go through knowledge.actions."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from knowledge.models import ApiToken, Collection, Membership, Role, Team
+
+
+class TeamSerializer(serializers.ModelSerializer[Team]):
+    my_role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Team
+        fields = ["id", "name", "description", "created_at", "my_role"]
+        read_only_fields = ["id", "created_at", "my_role"]
+
+    def get_my_role(self, team: Team) -> str | None:
+        roles: dict[int, str] = self.context.get("my_roles", {})
+        return roles.get(team.pk)
+
+
+class MembershipSerializer(serializers.ModelSerializer[Membership]):
+    email = serializers.EmailField(source="user.email", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "email", "role", "created_at"]
+        read_only_fields = ["id", "email", "created_at"]
+
+
+class AddMemberSerializer(serializers.Serializer[None]):
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER)
+
+
+class RoleSerializer(serializers.Serializer[None]):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class CollectionSerializer(serializers.ModelSerializer[Collection]):
+    team = serializers.PrimaryKeyRelatedField(
+        source="owner_team", queryset=Team.objects.all(), required=False, allow_null=True
+    )
+    owner = serializers.CharField(source="owner_label", read_only=True)
+
+    class Meta:
+        model = Collection
+        fields = ["id", "name", "description", "team", "owner", "created_at", "updated_at"]
+        read_only_fields = ["id", "owner", "created_at", "updated_at"]
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")
+        # Only teams the caller belongs to can be named; others read as "does not exist".
+        if request is not None:
+            self.fields["team"].queryset = Team.objects.visible_to(request.user)  # type: ignore[attr-defined]
+
+
+class CollectionUpdateSerializer(serializers.ModelSerializer[Collection]):
+    class Meta:
+        model = Collection
+        fields = ["name", "description"]
+
+
+class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+        read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at"]
+
+
+class NewApiTokenSerializer(ApiTokenSerializer):
+    key = serializers.CharField(read_only=True, help_text="Shown once: store it now.")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "key"]

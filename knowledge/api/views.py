@@ -1,0 +1,155 @@
+"""Thin viewsets: querysets restricted to the caller, writes through knowledge.actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from knowledge import actions
+from knowledge.access import access_collection, access_team
+from knowledge.api import serializers as s
+from knowledge.models import ApiToken, Collection, Membership, Role, Team
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Readable 400s for the ValidationErrors that actions raise."""
+    if isinstance(exc, DjangoValidationError):
+        exc = ValidationError({"detail": exc.messages})
+    return drf_exception_handler(exc, context)
+
+
+class TeamViewSet(viewsets.ModelViewSet[Team]):
+    serializer_class = s.TeamSerializer
+
+    def get_queryset(self) -> QuerySet[Team]:
+        return Team.objects.visible_to(self.request.user).order_by("name")
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        roles = dict(Membership.objects.filter(user=self.request.user.pk).values_list("team_id", "role"))
+        return {**super().get_serializer_context(), "my_roles": roles}
+
+    def get_object(self) -> Team:
+        write = self.request.method not in ("GET", "HEAD", "OPTIONS")
+        return access_team(self.request.user, self.kwargs["pk"], manage=write)
+
+    def perform_create(self, serializer: s.TeamSerializer) -> None:  # type: ignore[override]
+        data = serializer.validated_data
+        serializer.instance = actions.do_create_team(self.request.user, data["name"], data.get("description", ""))
+
+
+class MembershipViewSet(
+    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet[Membership]
+):
+    """Members of one team: any member can list, team admins add, change and remove."""
+
+    serializer_class = s.MembershipSerializer
+
+    def team(self, *, manage: bool = False) -> Team:
+        return access_team(self.request.user, self.kwargs["team_pk"], manage=manage)
+
+    def get_queryset(self) -> QuerySet[Membership]:
+        return Membership.objects.filter(team=self.team()).select_related("user").order_by("user__email")
+
+    def get_object(self) -> Membership:
+        team = self.team(manage=True)
+        return _get_membership(team, self.kwargs["pk"])
+
+    @extend_schema(request=s.AddMemberSerializer, responses={201: s.MembershipSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        team = self.team(manage=True)
+        form = s.AddMemberSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        user = actions.check_member_email(form.validated_data["email"])
+        membership = actions.do_add_member(team, user, Role(form.validated_data["role"]))
+        return Response(s.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.RoleSerializer, responses={200: s.MembershipSerializer})
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        form = s.RoleSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        membership = actions.do_change_role(self.get_object(), Role(form.validated_data["role"]))
+        return Response(s.MembershipSerializer(membership).data)
+
+    def perform_destroy(self, instance: Membership) -> None:
+        actions.do_remove_member(instance)
+
+
+def _get_membership(team: Team, pk: str) -> Membership:
+    from django.http import Http404
+
+    try:
+        return Membership.objects.select_related("user", "team").get(team=team, pk=int(pk))
+    except (ValueError, Membership.DoesNotExist):
+        raise Http404 from None
+
+
+class CollectionViewSet(viewsets.ModelViewSet[Collection]):
+    """Collections the caller can see; editors rename, owners and team admins delete."""
+
+    def get_serializer_class(self) -> type[Any]:
+        if self.action in ("update", "partial_update"):
+            return s.CollectionUpdateSerializer
+        return s.CollectionSerializer
+
+    def get_queryset(self) -> QuerySet[Collection]:
+        return (
+            Collection.objects.visible_to(self.request.user)
+            .select_related("owner_user", "owner_team")
+            .order_by("name", "pk")
+        )
+
+    def get_object(self) -> Collection:
+        method = self.request.method
+        return access_collection(
+            self.request.user, self.kwargs["pk"], write=method in ("PUT", "PATCH"), manage=method == "DELETE"
+        )
+
+    def perform_create(self, serializer: s.CollectionSerializer) -> None:  # type: ignore[override]
+        data = serializer.validated_data
+        serializer.instance = actions.do_create_collection(
+            self.request.user, data["name"], team=data.get("owner_team"), description=data.get("description", "")
+        )
+
+    def perform_update(self, serializer: s.CollectionUpdateSerializer) -> None:  # type: ignore[override]
+        assert serializer.instance is not None
+        data = serializer.validated_data
+        actions.do_rename_collection(
+            serializer.instance, data.get("name", serializer.instance.name), data.get("description")
+        )
+
+    def perform_destroy(self, instance: Collection) -> None:
+        actions.do_delete_collection(instance)
+
+
+class ApiTokenViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet[ApiToken],
+):
+    """The caller's own API tokens. DELETE revokes; the key is returned only on create."""
+
+    serializer_class = s.ApiTokenSerializer
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return ApiToken.objects.filter(user=self.request.user.pk)
+
+    @extend_schema(request=s.ApiTokenSerializer, responses={201: s.NewApiTokenSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        form = s.ApiTokenSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        token, key = actions.do_create_token(request.user, form.validated_data["name"])
+        data = {**s.ApiTokenSerializer(token).data, "key": key}
+        return Response(data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: ApiToken) -> None:
+        actions.do_revoke_token(instance)

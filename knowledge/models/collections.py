@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings as conf
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from knowledge.models.teams import Role, Team
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+
+class CollectionQuerySet(models.QuerySet["Collection"]):
+    """Every portal query over collections starts from one of these, so the SQL itself
+    carries the access rule (NetBox's `RestrictedQuerySet.restrict()`)."""
+
+    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> CollectionQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(Q(owner_user=user) | Q(owner_team__in=Team.objects.visible_to(user).values("pk")))
+
+    def editable_by(self, user: AbstractBaseUser | AnonymousUser) -> CollectionQuerySet:
+        return self._with_role(user, Role.EDITOR)
+
+    def manageable_by(self, user: AbstractBaseUser | AnonymousUser) -> CollectionQuerySet:
+        return self._with_role(user, Role.ADMIN)
+
+    def _with_role(self, user: AbstractBaseUser | AnonymousUser, role: Role) -> CollectionQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        teams = Team.objects.with_role_at_least(user, role).values("pk")
+        return self.filter(Q(owner_user=user) | Q(owner_team__in=teams))
+
+
+class Collection(models.Model):
+    """A set of documents, owned by one user or by one team (never both)."""
+
+    name = models.CharField(_("name"), max_length=200)
+    description = models.TextField(_("description"), blank=True)
+    owner_user = models.ForeignKey(
+        conf.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="collections",
+        verbose_name=_("owner (user)"),
+    )
+    owner_team = models.ForeignKey(
+        Team,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="collections",
+        verbose_name=_("owner (team)"),
+    )
+    # Per-collection options (chunking, source weights, page summaries) filled by later features.
+    settings = models.JSONField(_("settings"), default=dict, blank=True)
+    created_by = models.ForeignKey(
+        conf.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    objects = CollectionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "pk"]
+        verbose_name = _("collection")
+        verbose_name_plural = _("collections")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(owner_user__isnull=False, owner_team__isnull=True)
+                | Q(owner_user__isnull=True, owner_team__isnull=False),
+                name="collection_exactly_one_owner",
+            ),
+            models.UniqueConstraint(
+                fields=["owner_user", "name"],
+                condition=Q(owner_user__isnull=False),
+                name="collection_unique_name_per_user",
+            ),
+            models.UniqueConstraint(
+                fields=["owner_team", "name"],
+                condition=Q(owner_team__isnull=False),
+                name="collection_unique_name_per_team",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def owner_label(self) -> str:
+        return str(self.owner_team) if self.owner_team_id else str(self.owner_user)

@@ -1,0 +1,204 @@
+"""Pages: thin views that parse a form, call an action and render or redirect."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from knowledge import actions
+from knowledge.access import access_collection, access_team, collection_role, role_in_team
+from knowledge.forms import AddMemberForm, CollectionForm, RenameCollectionForm, RoleForm, TeamForm, TokenForm
+from knowledge.models import ApiToken, Collection, Membership, Role, Team
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    collections = Collection.objects.visible_to(request.user).select_related("owner_team", "owner_user")
+    teams = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
+    form = CollectionForm(user=request.user)
+    return render(request, "knowledge/dashboard.html", {"collections": collections, "memberships": teams, "form": form})
+
+
+@login_required
+@require_POST
+def collection_create(request: HttpRequest) -> HttpResponse:
+    form = CollectionForm(request.POST, user=request.user)
+    if form.is_valid():
+        try:
+            collection = actions.do_create_collection(
+                request.user, form.cleaned_data["name"], team=form.cleaned_data["team"],
+                description=form.cleaned_data["description"],
+            )
+        except ValidationError as exc:
+            form.add_error("name", exc)
+        else:
+            messages.success(request, _("Collection “%(name)s” created.") % {"name": collection.name})
+            return redirect("collection", collection.pk)
+    collections = Collection.objects.visible_to(request.user).select_related("owner_team", "owner_user")
+    teams = Membership.objects.filter(user=request.user).select_related("team")
+    context = {"collections": collections, "memberships": teams, "form": form}
+    return render(request, "knowledge/dashboard.html", context, status=400)
+
+
+@login_required
+def collection_detail(request: HttpRequest, collection_id: int) -> HttpResponse:
+    collection = access_collection(request.user, collection_id)
+    role = collection_role(request.user, collection)
+    form = RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
+    return render(request, "knowledge/collection.html", _collection_context(collection, role, form))
+
+
+@login_required
+@require_POST
+def collection_rename(request: HttpRequest, collection_id: int) -> HttpResponse:
+    collection = access_collection(request.user, collection_id, write=True)
+    form = RenameCollectionForm(request.POST)
+    if form.is_valid():
+        try:
+            actions.do_rename_collection(collection, form.cleaned_data["name"], form.cleaned_data["description"])
+        except ValidationError as exc:
+            form.add_error("name", exc)
+        else:
+            messages.success(request, _("Collection renamed."))
+            return redirect("collection", collection.pk)
+    collection.refresh_from_db()
+    role = collection_role(request.user, collection)
+    return render(request, "knowledge/collection.html", _collection_context(collection, role, form), status=400)
+
+
+def _collection_context(collection: Collection, role: Role | None, form: RenameCollectionForm) -> dict[str, object]:
+    return {
+        "collection": collection,
+        "role": role,
+        "can_write": role is not None and role.at_least(Role.EDITOR),
+        "can_manage": role == Role.ADMIN,
+        "form": form,
+    }
+
+
+@login_required
+def collection_delete(request: HttpRequest, collection_id: int) -> HttpResponse:
+    collection = access_collection(request.user, collection_id, manage=True)
+    if request.method == "POST":
+        name = collection.name
+        actions.do_delete_collection(collection)
+        messages.success(request, _("Collection “%(name)s” deleted.") % {"name": name})
+        return redirect("dashboard")
+    return render(request, "knowledge/collection_delete.html", {"collection": collection})
+
+
+@login_required
+def team_list(request: HttpRequest) -> HttpResponse:
+    form = TeamForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            team = actions.do_create_team(request.user, form.cleaned_data["name"])
+        except ValidationError as exc:
+            form.add_error("name", exc)
+        else:
+            messages.success(request, _("Team “%(name)s” created.") % {"name": team.name})
+            return redirect("team", team.pk)
+    memberships = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "knowledge/teams.html", {"memberships": memberships, "form": form}, status=status)
+
+
+@login_required
+def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
+    team = access_team(request.user, team_id)
+    is_admin = role_in_team(request.user, team) == Role.ADMIN
+    form = AddMemberForm()
+    if request.method == "POST":
+        access_team(request.user, team_id, manage=True)
+        form = AddMemberForm(request.POST)
+        if form.is_valid() and _add_member(request, team, form):
+            return redirect("team", team.pk)
+    return render(request, "knowledge/team.html", _team_context(team, is_admin, form),
+                  status=400 if request.method == "POST" else 200)
+
+
+def _add_member(request: HttpRequest, team: Team, form: AddMemberForm) -> bool:
+    try:
+        user = actions.check_member_email(form.cleaned_data["email"])
+        actions.do_add_member(team, user, Role(form.cleaned_data["role"]))
+    except ValidationError as exc:
+        form.add_error("email", exc)
+        return False
+    messages.success(request, _("%(email)s added.") % {"email": form.cleaned_data["email"]})
+    return True
+
+
+def _team_context(team: Team, is_admin: bool, form: AddMemberForm) -> dict[str, object]:
+    members = team.memberships.select_related("user").order_by("user__email")
+    collections = team.collections.order_by("name")
+    return {"team": team, "members": members, "collections": collections, "is_admin": is_admin,
+            "form": form, "roles": Role.choices}
+
+
+@login_required
+@require_POST
+def member_role(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+    team = access_team(request.user, team_id, manage=True)
+    membership = _membership_or_404(team, membership_id)
+    form = RoleForm(request.POST)
+    if form.is_valid():
+        _report(request, lambda: actions.do_change_role(membership, Role(form.cleaned_data["role"])),
+                _("Role changed."))
+    return redirect("team", team.pk)
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+    team = access_team(request.user, team_id, manage=True)
+    membership = _membership_or_404(team, membership_id)
+    _report(request, lambda: actions.do_remove_member(membership), _("Member removed."))
+    return redirect("team", team.pk)
+
+
+def _membership_or_404(team: Team, membership_id: int) -> Membership:
+    membership = team.memberships.filter(pk=membership_id).first()
+    if membership is None:
+        raise Http404
+    return membership
+
+
+def _report(request: HttpRequest, action: object, success: str) -> None:
+    try:
+        action()  # type: ignore[operator]
+    except ValidationError as exc:
+        for message in exc.messages:
+            messages.error(request, message)
+    else:
+        messages.success(request, success)
+
+
+@login_required
+def token_list(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST or None)
+    new_key = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            _token, new_key = actions.do_create_token(request.user, form.cleaned_data["name"])
+        except ValidationError as exc:
+            form.add_error("name", exc)
+        else:
+            form = TokenForm()
+    tokens = ApiToken.objects.filter(user=request.user)
+    return render(request, "knowledge/tokens.html", {"tokens": tokens, "form": form, "new_key": new_key})
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    token = ApiToken.objects.filter(user=request.user, pk=token_id).first()
+    if token is None:
+        raise Http404
+    actions.do_revoke_token(token)
+    messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})
+    return redirect("tokens")

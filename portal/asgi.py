@@ -1,0 +1,21 @@
+"""HTTP and websockets, served by daphne."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from portal.routing import websocket_urlpatterns  # noqa: E402
+from portal.ws_auth import PortalAuthStack  # noqa: E402
+from portal.ws_origin import BrowserOriginStack  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": BrowserOriginStack(PortalAuthStack(URLRouter(websocket_urlpatterns))),
+    }
+)

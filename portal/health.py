@@ -1,0 +1,79 @@
+"""Status of the services the portal needs, for /healthz and `manage.py up`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from functools import cache
+
+import redis
+from django.conf import settings
+from django.db import connection
+
+from portal.env import redact_url
+
+HEARTBEAT_KEY = "portal:worker-heartbeat"
+
+
+@dataclass(frozen=True)
+class Status:
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@cache
+def redis_client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=3, socket_connect_timeout=3)
+
+
+def database_status() -> Status:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+    except Exception as exc:  # any driver error is a "down" to report, not to raise
+        return Status(False, _unreachable("DATABASE_URL", settings.DATABASE_URL, settings.DATABASE_URL_SOURCE, exc))
+    if row is None:
+        return Status(False, "connected, but the pgvector extension is not installed: run `manage.py migrate`")
+    return Status(True, f"PostgreSQL with pgvector {row[0]}")
+
+
+def redis_status() -> Status:
+    try:
+        redis_client().ping()
+    except redis.RedisError as exc:
+        return Status(False, _unreachable("REDIS_URL", settings.REDIS_URL, settings.REDIS_URL_SOURCE, exc))
+    return Status(True, "Redis answers")
+
+
+def worker_status(timeout: float = 1.0) -> Status:
+    from portal.celery import app
+
+    try:
+        replies = app.control.ping(timeout=timeout)
+    except Exception as exc:  # a broker error: Redis' own status says more
+        return Status(False, f"cannot ask workers: {exc}")
+    if not replies:
+        return Status(False, "no Celery worker answered; start one with `celery -A portal worker`")
+    names = sorted(name for reply in replies for name in reply)
+    beat = _heartbeat_age()
+    suffix = f"; last beat heartbeat {beat:.0f} s ago" if beat is not None else ""
+    return Status(True, f"{len(names)} worker(s): {', '.join(names)}{suffix}")
+
+
+def _heartbeat_age() -> float | None:
+    try:
+        raw = redis_client().get(HEARTBEAT_KEY)
+    except redis.RedisError:
+        return None
+    return time.time() - float(raw) if raw else None
+
+
+def _unreachable(variable: str, url: str, source: str, exc: Exception) -> str:
+    where = f"{variable}={redact_url(url)}" if source == variable else f"the embedded server ({redact_url(url)})"
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    hint = "" if source == variable else f"; {variable} is not set: start the portal with `manage.py up`"
+    return f"cannot reach {where}: {first_line}{hint}"

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
+
+
+class User(AbstractUser):
+    """A portal user. People log in by email; `uid` is the stable id other systems and
+    the per-user memory store key on (never reused, unlike a display name)."""
+
+    uid = models.UUIDField(_("UID"), default=uuid.uuid4, unique=True, editable=False)
+    email = models.EmailField(_("email address"), blank=True)
+
+    class Meta(AbstractUser.Meta):
+        swappable = "AUTH_USER_MODEL"
+        constraints = [
+            models.UniqueConstraint(
+                Lower("email"), condition=~models.Q(email=""), name="user_unique_email_ci"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.email or self.username

@@ -1,0 +1,246 @@
+"""The portal's one settings module, read from the environment (and an optional `.env`).
+
+Every variable is listed in the README's settings table. A bad value stops start-up with
+ImproperlyConfigured naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.utils.translation import gettext_lazy as _
+from dotenv import load_dotenv
+
+from portal.env import (
+    celery_redis_url,
+    check_redis_url,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_str,
+    load_secret_key,
+    parse_database_url,
+    read_env_file,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# An optional .env file; real environment variables win over it.
+load_dotenv(env_str("PORTAL_ENV_FILE") or BASE_DIR / ".env", override=False)
+
+# Everything the portal writes at run time lives here: secret key, media, embedded services.
+VAR_DIR = Path(env_str("PORTAL_VAR_DIR") or BASE_DIR / "var").resolve()
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = load_secret_key(VAR_DIR)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# Addresses of the embedded services that `manage.py up` started, for commands run beside it.
+EMBEDDED_ENV_FILE = VAR_DIR / "run" / "services.env"
+_embedded = read_env_file(EMBEDDED_ENV_FILE)
+DATABASE_URL = env_str("DATABASE_URL") or _embedded.get(
+    "DATABASE_URL", f"postgresql://postgres@/portal?host={VAR_DIR / 'pg'}"
+)
+REDIS_URL = check_redis_url(
+    env_str("REDIS_URL") or _embedded.get("REDIS_URL", f"unix://{VAR_DIR / 'run' / 'redis.sock'}")
+)
+# True when the address came from `up`'s embedded services rather than the environment.
+DATABASE_URL_SOURCE = "DATABASE_URL" if env_str("DATABASE_URL") else "embedded"
+REDIS_URL_SOURCE = "REDIS_URL" if env_str("REDIS_URL") else "embedded"
+
+DATABASES = {"default": parse_database_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "portal.User"
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "portal",
+    "knowledge",
+    "ingestion",
+    "assistant",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+ASGI_APPLICATION = "portal.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "portal.context_processors.portal",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+
+# Accounts (django-allauth): email + password; signup can be switched off.
+SIGNUP_ENABLED = env_bool("PORTAL_SIGNUP", True)
+ACCOUNT_ADAPTER = "portal.adapters.AccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = env_choice("PORTAL_EMAIL_VERIFICATION", "none", ("none", "optional", "mandatory"))
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_LOGOUT_ON_GET = False
+LOGIN_REDIRECT_URL = "dashboard"
+LOGIN_URL = "account_login"
+SOCIALACCOUNT_ADAPTER = "portal.adapters.SocialAccountAdapter"
+# One OpenID Connect provider (Keycloak, Authentik, Azure AD, Google...) when configured.
+OIDC_SERVER_URL = env_str("PORTAL_OIDC_SERVER_URL")
+SOCIALACCOUNT_PROVIDERS: dict[str, dict[str, object]] = {}
+if OIDC_SERVER_URL:
+    SOCIALACCOUNT_PROVIDERS["openid_connect"] = {
+        "APPS": [
+            {
+                "provider_id": env_str("PORTAL_OIDC_ID", "oidc"),
+                "name": env_str("PORTAL_OIDC_NAME", "Single sign-on"),
+                "client_id": env_str("PORTAL_OIDC_CLIENT_ID"),
+                "secret": env_str("PORTAL_OIDC_CLIENT_SECRET"),
+                "settings": {"server_url": OIDC_SERVER_URL},
+            }
+        ]
+    }
+    if not SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"][0]["client_id"]:  # type: ignore[index]
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("PORTAL_OIDC_CLIENT_ID must be set when PORTAL_OIDC_SERVER_URL is.")
+
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "portal@localhost")
+
+# The first admin account `manage.py up` creates when there is none.
+ADMIN_EMAIL = env_str("PORTAL_ADMIN_EMAIL", "admin@localhost")
+ADMIN_PASSWORD = env_str("PORTAL_ADMIN_PASSWORD")
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or VAR_DIR / "static").resolve()
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
+# Without collectstatic (one-laptop mode), WhiteNoise serves straight from the finders.
+WHITENOISE_USE_FINDERS = True
+MEDIA_URL = "/media/"
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media").resolve()
+MAX_UPLOAD_MB = env_int("PORTAL_MAX_UPLOAD_MB", 200, minimum=1)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_MB * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "knowledge.api.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "knowledge.api.views.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Team knowledge portal API",
+    "DESCRIPTION": "Teams, collections and API tokens. Authenticate with `Authorization: Token <key>`.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the installed package, not a CDN: the portal works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Channels: websockets share Redis with Celery, on the same URL.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    }
+}
+
+# Celery: queues `ingest` and `default`; beat's schedule is in portal/celery.py.
+CELERY_BROKER_URL = celery_redis_url(REDIS_URL)
+CELERY_RESULT_BACKEND = celery_redis_url(REDIS_URL)
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_RESULT_EXPIRES = 3600
+WORKER_CONCURRENCY = env_int("PORTAL_WORKER_CONCURRENCY", 1, minimum=1)
+
+# Where `manage.py up` serves HTTP and websockets.
+HOST = env_str("PORTAL_HOST", "127.0.0.1")
+PORT = env_int("PORTAL_PORT", 8000, minimum=1)
+
+if not DEBUG:
+    SESSION_COOKIE_HTTPONLY = True
+    CSRF_COOKIE_HTTPONLY = False
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    X_FRAME_OPTIONS = "DENY"
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env_bool("PORTAL_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOG_LEVEL = env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+}
+
+os.environ.setdefault("MEM0_TELEMETRY", "False")
