@@ -20,6 +20,9 @@ class CollectionEventsConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
 
     async def connect(self) -> None:
+        # Accept first, then close with a code: a close during the handshake reaches the
+        # client only as a bare HTTP 403, and clients need to tell "log in" from "not found".
+        await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
@@ -32,7 +35,6 @@ class CollectionEventsConsumer(AsyncJsonWebsocketConsumer):
             return
         self.group = collection_group(collection.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
         await self.send_json({"type": "subscribed", "collection": collection.pk})
 
     async def disconnect(self, code: int) -> None:

@@ -84,6 +84,8 @@ class Supervisor:
     @staticmethod
     def check_port_free(host: str, port: int) -> None:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+            # As daphne does: connections in TIME_WAIT from a previous run must not count as "in use".
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((host, port))
             except OSError as exc:

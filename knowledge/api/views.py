@@ -42,7 +42,9 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
 
     def perform_create(self, serializer: s.TeamSerializer) -> None:  # type: ignore[override]
         data = serializer.validated_data
-        serializer.instance = actions.do_create_team(self.request.user, data["name"], data.get("description", ""))
+        team = actions.do_create_team(self.request.user, data["name"], data.get("description", ""))
+        serializer.context["my_roles"][team.pk] = Role.ADMIN.value
+        serializer.instance = team
 
 
 class MembershipViewSet(

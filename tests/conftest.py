@@ -1,0 +1,76 @@
+"""alice owns things, bob shares a team with her, charlie has no access (healthchecks
+`hc/test.py`). Tests run on real PostgreSQL + pgvector and real Redis."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from knowledge import actions
+from knowledge.models import Collection, Membership, Role, Team
+
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+
+PASSWORD = "correct horse battery staple"
+
+
+def make_user(name: str, **extra: object):  # type: ignore[no-untyped-def]
+    return get_user_model().objects.create_user(
+        username=name, email=f"{name}@example.com", password=PASSWORD, **extra
+    )
+
+
+def make_collection(owner, name: str = "Handbook", team: Team | None = None) -> Collection:  # type: ignore[no-untyped-def]
+    return actions.do_create_collection(owner, name, team=team)
+
+
+@pytest.fixture
+def alice(db):  # type: ignore[no-untyped-def]
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(db):  # type: ignore[no-untyped-def]
+    return make_user("bob")
+
+
+@pytest.fixture
+def charlie(db):  # type: ignore[no-untyped-def]
+    return make_user("charlie")
+
+
+@pytest.fixture
+def team(alice, bob) -> Team:  # type: ignore[no-untyped-def]
+    """alice's team; bob is a viewer (tests promote him where needed)."""
+    team = actions.do_create_team(alice, "Research")
+    actions.do_add_member(team, bob, Role.VIEWER)
+    return team
+
+
+def set_role(team: Team, user, role: Role) -> None:  # type: ignore[no-untyped-def]
+    Membership.objects.filter(team=team, user=user).update(role=role)
+
+
+@pytest.fixture
+def private_collection(alice) -> Collection:  # type: ignore[no-untyped-def]
+    return make_collection(alice, "Alice's notes")
+
+
+@pytest.fixture
+def team_collection(alice, team) -> Collection:  # type: ignore[no-untyped-def]
+    return make_collection(alice, "Team handbook", team=team)
+
+
+@pytest.fixture
+def api():  # type: ignore[no-untyped-def]
+    """An API client; call `api.force_login(user)` or `token_for(api, user)`."""
+    return APIClient()
+
+
+def token_for(api: APIClient, user) -> str:  # type: ignore[no-untyped-def]
+    _token, key = actions.do_create_token(user, "tests")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return key

@@ -1,0 +1,100 @@
+"""Real daphne and Celery worker processes for tests, on the test database and Redis."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from django.conf import settings
+
+from portal.services import die_with_parent, stop_process_group
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_database_url() -> str:
+    """The URL of the database pytest-django created (test_<name>), for child processes."""
+    db = settings.DATABASES["default"]
+    user = quote(db["USER"] or "")
+    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
+    auth = f"{user}{password}@" if user else ""
+    host = db["HOST"] or ""
+    if host.startswith("/"):
+        return f"postgresql://{auth}/{db['NAME']}?host={quote(host)}"
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgresql://{auth}{host}{port}/{db['NAME']}"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "PORTAL_VAR_DIR": str(settings.VAR_DIR),
+        "PYTHONUNBUFFERED": "1",
+        **extra,
+    }
+
+
+@contextmanager
+def process(args: list[str], log: Path, **env: str) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=child_env(**env), stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+        )
+    try:
+        yield proc
+    finally:
+        import psutil
+
+        try:
+            stop_process_group(psutil.Process(proc.pid))
+        except psutil.NoSuchProcess:
+            pass
+        proc.wait()
+
+
+def wait_for(check, timeout: float, what: str, log: Path | None = None) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+    raise AssertionError(f"{what} did not happen within {timeout:.0f} s\n{tail}")
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+
+
+def daphne(log: Path, port: int):  # type: ignore[no-untyped-def]
+    return process([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "portal.asgi:application"], log)
+
+
+def celery_worker(log: Path):  # type: ignore[no-untyped-def]
+    return process(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", "ingest,default", "-c", "1",
+         "--loglevel", "INFO", "-n", f"test-{os.getpid()}@%h"],
+        log,
+    )
