@@ -15,12 +15,12 @@ from django.utils.translation import gettext as _
 from knowledge.models import Collection, Membership, Role, Team
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-
-    AnyUser = AbstractBaseUser | AnonymousUser
+    from portal.typing import AnyUser
 
 
-def access_collection(user: AnyUser, collection_id: int | str, *, write: bool = False, manage: bool = False) -> Collection:
+def access_collection(
+    user: AnyUser, collection_id: int | str, *, write: bool = False, manage: bool = False
+) -> Collection:
     """The collection, if `user` may see it; `write` needs editor, `manage` needs team admin
     (or the owning user)."""
     collection = _get_or_404(Collection.objects.visible_to(user).select_related("owner_team"), collection_id)

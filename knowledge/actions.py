@@ -18,12 +18,11 @@ from knowledge.models import ApiToken, Collection, Membership, Role, Team
 from knowledge.models.tokens import hash_key, new_key
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
-
-    User = AbstractBaseUser
+    from portal.models import User
 
 
 # Teams and members
+
 
 def do_create_team(user: User, name: str, description: str = "") -> Team:
     """A new team, with its creator as its first admin."""
@@ -81,14 +80,17 @@ def _check_not_last_admin(membership: Membership) -> None:
 
 # Collections
 
+
 def do_create_collection(user: User, name: str, *, team: Team | None = None, description: str = "") -> Collection:
     name = _clean_name(name)
     if team is not None and not Team.objects.with_role_at_least(user, Role.EDITOR).filter(pk=team.pk).exists():
         raise PermissionDenied(_("Only editors and admins of the team can create its collections."))
-    owner = {"owner_team": team} if team is not None else {"owner_user": user}
+    owner_user = user if team is None else None
     try:
         with transaction.atomic():
-            return Collection.objects.create(name=name, description=description, created_by=user, **owner)
+            return Collection.objects.create(
+                name=name, description=description, created_by=user, owner_user=owner_user, owner_team=team
+            )
     except IntegrityError:
         raise ValidationError(_("A collection named “%(name)s” already exists here.") % {"name": name}) from None
 
@@ -114,6 +116,7 @@ def do_delete_collection(collection: Collection) -> None:
 
 
 # API tokens
+
 
 def do_create_token(user: User, name: str) -> tuple[ApiToken, str]:
     """The new token and its key, which is shown once and never stored."""

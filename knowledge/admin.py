@@ -14,7 +14,7 @@ from knowledge import actions
 from knowledge.models import ApiToken, Collection, Membership, Team
 
 
-class VisibleOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class VisibleOnlyAdmin(admin.ModelAdmin):
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         raise NotImplementedError
 
@@ -31,7 +31,7 @@ class VisibleOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return obj
 
 
-class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -14,10 +16,11 @@ from knowledge import actions
 from knowledge.access import access_collection, access_team, collection_role, role_in_team
 from knowledge.forms import AddMemberForm, CollectionForm, RenameCollectionForm, RoleForm, TeamForm, TokenForm
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
+from portal.typing import AuthedRequest
 
 
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: AuthedRequest) -> HttpResponse:
     collections = Collection.objects.visible_to(request.user).select_related("owner_team", "owner_user")
     teams = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
     form = CollectionForm(user=request.user)
@@ -26,12 +29,14 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def collection_create(request: HttpRequest) -> HttpResponse:
+def collection_create(request: AuthedRequest) -> HttpResponse:
     form = CollectionForm(request.POST, user=request.user)
     if form.is_valid():
         try:
             collection = actions.do_create_collection(
-                request.user, form.cleaned_data["name"], team=form.cleaned_data["team"],
+                request.user,
+                form.cleaned_data["name"],
+                team=form.cleaned_data["team"],
                 description=form.cleaned_data["description"],
             )
         except ValidationError as exc:
@@ -46,7 +51,7 @@ def collection_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def collection_detail(request: HttpRequest, collection_id: int) -> HttpResponse:
+def collection_detail(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id)
     role = collection_role(request.user, collection)
     form = RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
@@ -55,7 +60,7 @@ def collection_detail(request: HttpRequest, collection_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def collection_rename(request: HttpRequest, collection_id: int) -> HttpResponse:
+def collection_rename(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id, write=True)
     form = RenameCollectionForm(request.POST)
     if form.is_valid():
@@ -82,7 +87,7 @@ def _collection_context(collection: Collection, role: Role | None, form: RenameC
 
 
 @login_required
-def collection_delete(request: HttpRequest, collection_id: int) -> HttpResponse:
+def collection_delete(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id, manage=True)
     if request.method == "POST":
         name = collection.name
@@ -93,7 +98,7 @@ def collection_delete(request: HttpRequest, collection_id: int) -> HttpResponse:
 
 
 @login_required
-def team_list(request: HttpRequest) -> HttpResponse:
+def team_list(request: AuthedRequest) -> HttpResponse:
     form = TeamForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -109,7 +114,7 @@ def team_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
+def team_detail(request: AuthedRequest, team_id: int) -> HttpResponse:
     team = access_team(request.user, team_id)
     is_admin = role_in_team(request.user, team) == Role.ADMIN
     form = AddMemberForm()
@@ -118,11 +123,15 @@ def team_detail(request: HttpRequest, team_id: int) -> HttpResponse:
         form = AddMemberForm(request.POST)
         if form.is_valid() and _add_member(request, team, form):
             return redirect("team", team.pk)
-    return render(request, "knowledge/team.html", _team_context(team, is_admin, form),
-                  status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "knowledge/team.html",
+        _team_context(team, is_admin, form),
+        status=400 if request.method == "POST" else 200,
+    )
 
 
-def _add_member(request: HttpRequest, team: Team, form: AddMemberForm) -> bool:
+def _add_member(request: AuthedRequest, team: Team, form: AddMemberForm) -> bool:
     try:
         user = actions.check_member_email(form.cleaned_data["email"])
         actions.do_add_member(team, user, Role(form.cleaned_data["role"]))
@@ -136,25 +145,32 @@ def _add_member(request: HttpRequest, team: Team, form: AddMemberForm) -> bool:
 def _team_context(team: Team, is_admin: bool, form: AddMemberForm) -> dict[str, object]:
     members = team.memberships.select_related("user").order_by("user__email")
     collections = team.collections.order_by("name")
-    return {"team": team, "members": members, "collections": collections, "is_admin": is_admin,
-            "form": form, "roles": Role.choices}
+    return {
+        "team": team,
+        "members": members,
+        "collections": collections,
+        "is_admin": is_admin,
+        "form": form,
+        "roles": Role.choices,
+    }
 
 
 @login_required
 @require_POST
-def member_role(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+def member_role(request: AuthedRequest, team_id: int, membership_id: int) -> HttpResponse:
     team = access_team(request.user, team_id, manage=True)
     membership = _membership_or_404(team, membership_id)
     form = RoleForm(request.POST)
     if form.is_valid():
-        _report(request, lambda: actions.do_change_role(membership, Role(form.cleaned_data["role"])),
-                _("Role changed."))
+        _report(
+            request, lambda: actions.do_change_role(membership, Role(form.cleaned_data["role"])), _("Role changed.")
+        )
     return redirect("team", team.pk)
 
 
 @login_required
 @require_POST
-def member_remove(request: HttpRequest, team_id: int, membership_id: int) -> HttpResponse:
+def member_remove(request: AuthedRequest, team_id: int, membership_id: int) -> HttpResponse:
     team = access_team(request.user, team_id, manage=True)
     membership = _membership_or_404(team, membership_id)
     _report(request, lambda: actions.do_remove_member(membership), _("Member removed."))
@@ -168,9 +184,9 @@ def _membership_or_404(team: Team, membership_id: int) -> Membership:
     return membership
 
 
-def _report(request: HttpRequest, action: object, success: str) -> None:
+def _report(request: AuthedRequest, action: Callable[[], object], success: str) -> None:
     try:
-        action()  # type: ignore[operator]
+        action()
     except ValidationError as exc:
         for message in exc.messages:
             messages.error(request, message)
@@ -179,7 +195,7 @@ def _report(request: HttpRequest, action: object, success: str) -> None:
 
 
 @login_required
-def token_list(request: HttpRequest) -> HttpResponse:
+def token_list(request: AuthedRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     new_key = None
     if request.method == "POST" and form.is_valid():
@@ -195,7 +211,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: AuthedRequest, token_id: int) -> HttpResponse:
     token = ApiToken.objects.filter(user=request.user, pk=token_id).first()
     if token is None:
         raise Http404

@@ -106,7 +106,7 @@ def check_redis_url(url: str, name: str = "REDIS_URL") -> str:
 def celery_redis_url(url: str) -> str:
     """Celery and kombu spell a unix-socket Redis URL `redis+socket://`, redis-py `unix://`."""
     if url.startswith("unix://"):
-        return "redis+socket://" + url[len("unix://"):]
+        return "redis+socket://" + url[len("unix://") :]
     return url
 
 

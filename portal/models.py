@@ -15,12 +15,10 @@ class User(AbstractUser):
     uid = models.UUIDField(_("UID"), default=uuid.uuid4, unique=True, editable=False)
     email = models.EmailField(_("email address"), blank=True)
 
-    class Meta(AbstractUser.Meta):
+    class Meta(AbstractUser.Meta):  # type: ignore[name-defined]
         swappable = "AUTH_USER_MODEL"
         constraints = [
-            models.UniqueConstraint(
-                Lower("email"), condition=~models.Q(email=""), name="user_unique_email_ci"
-            ),
+            models.UniqueConstraint(Lower("email"), condition=~models.Q(email=""), name="user_unique_email_ci"),
         ]
 
     def __str__(self) -> str:

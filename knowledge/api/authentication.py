@@ -55,10 +55,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         return "Token"
 
 
-class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class ApiTokenScheme(OpenApiAuthenticationExtension):
     target_class = "knowledge.api.authentication.ApiTokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {"type": "apiKey", "in": "header", "name": "Authorization",
-                "description": "`Token <key>`; create keys under API tokens."}
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": "`Token <key>`; create keys under API tokens.",
+        }

@@ -17,6 +17,14 @@ from knowledge import actions
 from knowledge.access import access_collection, access_team
 from knowledge.api import serializers as s
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
+from portal.models import User
+
+
+def _user(request: Request) -> User:
+    """The caller; every view here requires authentication (REST_FRAMEWORK's default)."""
+    user = request.user
+    assert isinstance(user, User)
+    return user
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -42,7 +50,7 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
 
     def perform_create(self, serializer: s.TeamSerializer) -> None:  # type: ignore[override]
         data = serializer.validated_data
-        team = actions.do_create_team(self.request.user, data["name"], data.get("description", ""))
+        team = actions.do_create_team(_user(self.request), data["name"], data.get("description", ""))
         serializer.context["my_roles"][team.pk] = Role.ADMIN.value
         serializer.instance = team
 
@@ -117,7 +125,7 @@ class CollectionViewSet(viewsets.ModelViewSet[Collection]):
     def perform_create(self, serializer: s.CollectionSerializer) -> None:  # type: ignore[override]
         data = serializer.validated_data
         serializer.instance = actions.do_create_collection(
-            self.request.user, data["name"], team=data.get("owner_team"), description=data.get("description", "")
+            _user(self.request), data["name"], team=data.get("owner_team"), description=data.get("description", "")
         )
 
     def perform_update(self, serializer: s.CollectionUpdateSerializer) -> None:  # type: ignore[override]
@@ -149,7 +157,7 @@ class ApiTokenViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         form = s.ApiTokenSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        token, key = actions.do_create_token(request.user, form.validated_data["name"])
+        token, key = actions.do_create_token(_user(request), form.validated_data["name"])
         data = {**s.ApiTokenSerializer(token).data, "key": key}
         return Response(data, status=status.HTTP_201_CREATED)
 

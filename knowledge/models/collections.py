@@ -10,25 +10,25 @@ from django.utils.translation import gettext_lazy as _
 from knowledge.models.teams import Role, Team
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from portal.typing import AnyUser
 
 
 class CollectionQuerySet(models.QuerySet["Collection"]):
     """Every portal query over collections starts from one of these, so the SQL itself
     carries the access rule (NetBox's `RestrictedQuerySet.restrict()`)."""
 
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> CollectionQuerySet:
+    def visible_to(self, user: AnyUser) -> CollectionQuerySet:
         if not user.is_authenticated:
             return self.none()
         return self.filter(Q(owner_user=user) | Q(owner_team__in=Team.objects.visible_to(user).values("pk")))
 
-    def editable_by(self, user: AbstractBaseUser | AnonymousUser) -> CollectionQuerySet:
+    def editable_by(self, user: AnyUser) -> CollectionQuerySet:
         return self._with_role(user, Role.EDITOR)
 
-    def manageable_by(self, user: AbstractBaseUser | AnonymousUser) -> CollectionQuerySet:
+    def manageable_by(self, user: AnyUser) -> CollectionQuerySet:
         return self._with_role(user, Role.ADMIN)
 
-    def _with_role(self, user: AbstractBaseUser | AnonymousUser, role: Role) -> CollectionQuerySet:
+    def _with_role(self, user: AnyUser, role: Role) -> CollectionQuerySet:
         if not user.is_authenticated:
             return self.none()
         teams = Team.objects.with_role_at_least(user, role).values("pk")

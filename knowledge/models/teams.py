@@ -7,7 +7,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from portal.typing import AnyUser
 
 
 class Role(models.TextChoices):
@@ -27,13 +27,13 @@ _RANKS = {Role.VIEWER: 1, Role.EDITOR: 2, Role.ADMIN: 3}
 
 
 class TeamQuerySet(models.QuerySet["Team"]):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> TeamQuerySet:
+    def visible_to(self, user: AnyUser) -> TeamQuerySet:
         """Teams the user belongs to, with any role."""
         if not user.is_authenticated:
             return self.none()
         return self.filter(memberships__user=user)
 
-    def with_role_at_least(self, user: AbstractBaseUser | AnonymousUser, role: Role) -> TeamQuerySet:
+    def with_role_at_least(self, user: AnyUser, role: Role) -> TeamQuerySet:
         if not user.is_authenticated:
             return self.none()
         roles = [r for r in Role if Role(r).at_least(role)]
@@ -43,7 +43,7 @@ class TeamQuerySet(models.QuerySet["Team"]):
 class Team(models.Model):
     name = models.CharField(_("name"), max_length=100, unique=True)
     description = models.TextField(_("description"), blank=True)
-    members = models.ManyToManyField(
+    members = models.ManyToManyField(  # type: ignore[var-annotated]
         settings.AUTH_USER_MODEL, through="Membership", related_name="teams", verbose_name=_("members")
     )
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

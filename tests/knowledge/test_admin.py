@@ -5,7 +5,7 @@ from django.contrib.auth.models import Permission
 from tests.conftest import make_user
 
 
-def _staff_with_collection_perms(name: str):  # type: ignore[no-untyped-def]
+def _staff_with_collection_perms(name: str):
     user = make_user(name, is_staff=True)
     user.user_permissions.set(Permission.objects.filter(codename__in=["view_collection", "change_collection"]))
     return user
@@ -22,7 +22,8 @@ def test_it_gives_staff_charlie_404_for_alices_collection(client, db, private_co
 def test_it_sends_non_staff_to_the_admin_login(client, charlie, private_collection):
     client.force_login(charlie)
     response = client.get(f"/admin/knowledge/collection/{private_collection.pk}/change/")
-    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
 
 
 def test_it_shows_staff_their_own_team_collections(client, db, alice, team, team_collection, private_collection):
@@ -39,6 +40,10 @@ def test_it_shows_staff_their_own_team_collections(client, db, alice, team, team
 def test_it_shows_superusers_everything(admin_client, private_collection, team_collection):
     for collection in (private_collection, team_collection):
         assert admin_client.get(f"/admin/knowledge/collection/{collection.pk}/change/").status_code == 200
-    for path in ("/admin/portal/user/", "/admin/knowledge/team/", "/admin/knowledge/membership/",
-                 "/admin/knowledge/apitoken/"):
+    for path in (
+        "/admin/portal/user/",
+        "/admin/knowledge/team/",
+        "/admin/knowledge/membership/",
+        "/admin/knowledge/apitoken/",
+    ):
         assert admin_client.get(path).status_code == 200

@@ -55,11 +55,13 @@ def test_it_creates_collections_for_self_or_own_team(api, bob, charlie, team):
     assert api.post("/api/collections/", {"name": "Viewer's", "team": team.pk}, format="json").status_code == 403
     set_role(team, bob, Role.EDITOR)
     created = api.post("/api/collections/", {"name": "Bob's team notes", "team": team.pk}, format="json")
-    assert created.status_code == 201 and created.json()["team"] == team.pk
+    assert created.status_code == 201
+    assert created.json()["team"] == team.pk
     private = api.post("/api/collections/", {"name": "Bob's"}, format="json").json()
     assert Collection.objects.get(pk=private["id"]).owner_user == bob
     duplicate = api.post("/api/collections/", {"name": "Bob's"}, format="json")
-    assert duplicate.status_code == 400 and "already exists" in str(duplicate.json())
+    assert duplicate.status_code == 400
+    assert "already exists" in str(duplicate.json())
 
 
 def test_it_manages_team_members_by_role(api, alice, bob, charlie, team):
@@ -69,13 +71,15 @@ def test_it_manages_team_members_by_role(api, alice, bob, charlie, team):
     assert api.post(members, {"email": "charlie@example.com"}, format="json").status_code == 403
     token_for(api, alice)
     added = api.post(members, {"email": "charlie@example.com", "role": "editor"}, format="json")
-    assert added.status_code == 201 and added.json()["role"] == "editor"
+    assert added.status_code == 201
+    assert added.json()["role"] == "editor"
     changed = api.patch(f"{members}{added.json()['id']}/", {"role": "viewer"}, format="json")
     assert changed.json()["role"] == "viewer"
     assert api.post(members, {"email": "nobody@example.com"}, format="json").status_code == 400
     alice_id = team.memberships.get(user=alice).pk
     last_admin = api.patch(f"{members}{alice_id}/", {"role": "viewer"}, format="json")
-    assert last_admin.status_code == 400 and "admin" in str(last_admin.json())
+    assert last_admin.status_code == 400
+    assert "admin" in str(last_admin.json())
     token_for(api, charlie)  # now a viewer: may list but not remove
     assert api.delete(f"{members}{alice_id}/").status_code == 403
 
@@ -116,4 +120,5 @@ def test_it_serves_the_schema_and_docs(client, path):
     assert response.status_code == 200
     if path == "/api/schema/":
         body = response.content.decode()
-        assert "/api/collections/" in body and "tokenAuth" in body
+        assert "/api/collections/" in body
+        assert "tokenAuth" in body

@@ -46,7 +46,8 @@ def test_it_creates_renames_and_deletes_a_collection(client, alice):
     client.force_login(alice)
     response = client.post(reverse("collection-create"), {"name": "研究 notes", "description": ""})
     collection = Collection.objects.get(name="研究 notes")
-    assert response.status_code == 302 and collection.owner_user == alice
+    assert response.status_code == 302
+    assert collection.owner_user == alice
     client.post(reverse("collection-rename", args=[collection.pk]), {"name": "Renamed", "description": "x"})
     collection.refresh_from_db()
     assert collection.name == "Renamed"
@@ -73,7 +74,8 @@ def test_it_gives_charlie_404_for_alices_collection_pages(client, charlie, priva
 def test_it_lets_a_viewer_read_but_not_change(client, bob, team_collection):
     client.force_login(bob)
     page = client.get(reverse("collection", args=[team_collection.pk]))
-    assert page.status_code == 200 and "Team handbook" in page.content.decode()
+    assert page.status_code == 200
+    assert "Team handbook" in page.content.decode()
     assert client.post(reverse("collection-rename", args=[team_collection.pk]), {"name": "x"}).status_code == 403
     assert client.post(reverse("collection-delete", args=[team_collection.pk])).status_code == 403
     assert Collection.objects.filter(pk=team_collection.pk, name="Team handbook").exists()
@@ -114,7 +116,8 @@ def test_it_creates_and_revokes_tokens_shown_once(client, alice, charlie):
     client.force_login(alice)
     page = client.post(reverse("tokens"), {"name": "CI"}).content.decode()
     token = ApiToken.objects.get(user=alice)
-    assert "kp_" in page and token.prefix in page
+    assert "kp_" in page
+    assert token.prefix in page
     assert "kp_" not in client.get(reverse("tokens")).content.decode().replace(token.prefix, "")
     client.force_login(charlie)
     assert client.post(reverse("token-revoke", args=[token.pk])).status_code == 404

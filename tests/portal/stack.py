@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,10 +29,10 @@ def free_port() -> int:
 def test_database_url() -> str:
     """The URL of the database pytest-django created (test_<name>), for child processes."""
     db = settings.DATABASES["default"]
-    user = quote(db["USER"] or "")
-    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
+    user = quote(str(db["USER"] or ""))
+    password = f":{quote(str(db['PASSWORD']))}" if db["PASSWORD"] else ""
     auth = f"{user}{password}@" if user else ""
-    host = db["HOST"] or ""
+    host = str(db["HOST"] or "")
     if host.startswith("/"):
         return f"postgresql://{auth}/{db['NAME']}?host={quote(host)}"
     port = f":{db['PORT']}" if db["PORT"] else ""
@@ -61,14 +61,12 @@ def process(args: list[str], log: Path, **env: str) -> Iterator[subprocess.Popen
     finally:
         import psutil
 
-        try:
+        with suppress(psutil.NoSuchProcess):
             stop_process_group(psutil.Process(proc.pid))
-        except psutil.NoSuchProcess:
-            pass
         proc.wait()
 
 
-def wait_for(check, timeout: float, what: str, log: Path | None = None) -> None:  # type: ignore[no-untyped-def]
+def wait_for(check, timeout: float, what: str, log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -80,7 +78,7 @@ def wait_for(check, timeout: float, what: str, log: Path | None = None) -> None:
 
 def http_ok(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=2):
+        with urllib.request.urlopen(url, timeout=2):  # noqa: S310 (our own http:// URL)
             return True
     except urllib.error.HTTPError:
         return True
@@ -88,13 +86,27 @@ def http_ok(url: str) -> bool:
         return False
 
 
-def daphne(log: Path, port: int):  # type: ignore[no-untyped-def]
+def daphne(log: Path, port: int):
     return process([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "portal.asgi:application"], log)
 
 
-def celery_worker(log: Path):  # type: ignore[no-untyped-def]
+def celery_worker(log: Path):
     return process(
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", "ingest,default", "-c", "1",
-         "--loglevel", "INFO", "-n", f"test-{os.getpid()}@%h"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "-Q",
+            "ingest,default",
+            "-c",
+            "1",
+            "--loglevel",
+            "INFO",
+            "-n",
+            f"test-{os.getpid()}@%h",
+        ],
         log,
     )

@@ -25,7 +25,8 @@ def test_it_parses_database_urls():
     assert (config["NAME"], config["USER"], config["PASSWORD"]) == ("portal", "u", "p@ss")
     assert (config["HOST"], config["PORT"], config["OPTIONS"]) == ("db.example", "6543", {"sslmode": "require"})
     socket_config = env.parse_database_url("postgresql://postgres@/portal?host=/var/run/pg")
-    assert socket_config["HOST"] == "/var/run/pg" and socket_config["OPTIONS"] == {}
+    assert socket_config["HOST"] == "/var/run/pg"
+    assert socket_config["OPTIONS"] == {}
 
 
 def test_it_redacts_passwords():
@@ -38,7 +39,11 @@ def _settings_error(**overrides: str) -> str:
     environment = {**os.environ, "PORTAL_ENV_FILE": os.devnull, **overrides}
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
-        cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0, "settings accepted a bad value"
     return result.stderr.strip().splitlines()[-1]
@@ -60,7 +65,8 @@ def _settings_error(**overrides: str) -> str:
 )
 def test_it_names_the_variable_with_a_bad_value(variable, value):
     message = _settings_error(**{variable: value})
-    assert "ImproperlyConfigured" in message and variable in message
+    assert "ImproperlyConfigured" in message
+    assert variable in message
 
 
 def test_it_keeps_a_generated_secret_key(tmp_path):
@@ -68,29 +74,51 @@ def test_it_keeps_a_generated_secret_key(tmp_path):
     environment.update(PORTAL_VAR_DIR=str(tmp_path), PORTAL_ENV_FILE=os.devnull)
     code = "from django.conf import settings; print(settings.SECRET_KEY)"
     keys = {
-        subprocess.run([sys.executable, "-c", f"import django; django.setup(); {code}"], cwd=ROOT,
-                       env={**environment, "DJANGO_SETTINGS_MODULE": "portal.settings"},
-                       capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(
+            [sys.executable, "-c", f"import django; django.setup(); {code}"],
+            cwd=ROOT,
+            env={**environment, "DJANGO_SETTINGS_MODULE": "portal.settings"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         for _ in range(2)
     }
-    assert len(keys) == 1 and len(keys.pop()) >= 50
+    assert len(keys) == 1
+    assert len(keys.pop()) >= 50
     assert stat.S_IMODE((tmp_path / "secret_key").stat().st_mode) == 0o600
 
 
 @pytest.mark.parametrize("command", [["migrate"], ["up", "--port", "0"]])
 def test_it_names_database_url_when_the_database_is_unreachable(tmp_path, command):
-    environment = {**os.environ, "PORTAL_ENV_FILE": os.devnull, "PORTAL_VAR_DIR": str(tmp_path),
-                   "DATABASE_URL": "postgresql://portal:hunter2@127.0.0.1:1/portal"}
-    result = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=environment,
-                            capture_output=True, text=True, timeout=60)
+    environment = {
+        **os.environ,
+        "PORTAL_ENV_FILE": os.devnull,
+        "PORTAL_VAR_DIR": str(tmp_path),
+        "DATABASE_URL": "postgresql://portal:hunter2@127.0.0.1:1/portal",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", *command], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode != 0
     assert "DATABASE_URL=postgresql://portal:***@127.0.0.1:1/portal" in result.stderr
     assert "hunter2" not in result.stderr + result.stdout
 
 
 def test_it_names_redis_url_when_redis_is_unreachable(tmp_path):
-    environment = {**os.environ, "PORTAL_ENV_FILE": os.devnull, "PORTAL_VAR_DIR": str(tmp_path),
-                   "REDIS_URL": "redis://127.0.0.1:1/0"}
-    result = subprocess.run([sys.executable, "manage.py", "up", "--port", "0"], cwd=ROOT, env=environment,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0 and "REDIS_URL=redis://127.0.0.1:1/0" in result.stderr
+    environment = {
+        **os.environ,
+        "PORTAL_ENV_FILE": os.devnull,
+        "PORTAL_VAR_DIR": str(tmp_path),
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "up", "--port", "0"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "REDIS_URL=redis://127.0.0.1:1/0" in result.stderr

@@ -31,4 +31,7 @@ def test_it_translates_every_string_into_chinese():
 def test_it_uses_the_compiled_catalogue():
     with translation.override("zh-hans"):
         assert translation.gettext("New collection") == "新建知识库"
-        assert translation.gettext("You can read this collection but not change it.") == "你可以查看该知识库，但不能修改它。"
+        assert (
+            translation.gettext("You can read this collection but not change it.")
+            == "你可以查看该知识库，但不能修改它。"
+        )

@@ -22,8 +22,12 @@ pytestmark = pytest.mark.stack
 
 def _env(var_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(PORTAL_VAR_DIR=str(var_dir), PORTAL_ENV_FILE=os.devnull, PYTHONUNBUFFERED="1",
-               PORTAL_ADMIN_PASSWORD="first admin password")
+    env.update(
+        PORTAL_VAR_DIR=str(var_dir),
+        PORTAL_ENV_FILE=os.devnull,
+        PYTHONUNBUFFERED="1",
+        PORTAL_ADMIN_PASSWORD="first admin password",
+    )
     return env
 
 
@@ -31,19 +35,22 @@ def _start(var_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "manage.py", "up", "--port", str(port)],
-            cwd=ROOT, env=_env(var_dir), stdout=out, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=_env(var_dir),
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
 
 
-def _health(port: int) -> dict | None:  # type: ignore[type-arg]
+def _health(port: int) -> dict | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
-            return json.loads(response.read())  # type: ignore[no-any-return]
+            return json.loads(response.read())
     except OSError:
         return None
 
 
-def _wait_healthy(port: int, proc: subprocess.Popen[bytes], log: Path) -> dict:  # type: ignore[type-arg]
+def _wait_healthy(port: int, proc: subprocess.Popen[bytes], log: Path) -> dict:
     wait_for(lambda: proc.poll() is not None or (_health(port) or {}).get("ok"), 180, "healthy /healthz", log)
     assert proc.poll() is None, log.read_text()
     body = _health(port)
@@ -74,10 +81,13 @@ def test_it_comes_up_embedded_and_stops_cleanly(tmp_path):
     proc = _start(var_dir, port, log)
     try:
         body = _wait_healthy(port, proc, log)
-        assert body["database"]["ok"] and "pgvector" in body["database"]["detail"]
-        assert body["redis"]["ok"] and body["worker"]["ok"]
+        assert body["database"]["ok"]
+        assert "pgvector" in body["database"]["detail"]
+        assert body["redis"]["ok"]
+        assert body["worker"]["ok"]
         output = log.read_text()
-        assert "admin@localhost" in output and "/accounts/login/" in output
+        assert "admin@localhost" in output
+        assert "/accounts/login/" in output
         assert len(_processes_of(var_dir)) >= 5  # up, postgres, redis, daphne, worker, beat
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
@@ -116,7 +126,11 @@ def test_it_says_clearly_when_the_port_is_taken(tmp_path):
         port = busy.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "manage.py", "up", "--port", str(port)],
-            cwd=ROOT, env=_env(tmp_path / "var"), capture_output=True, text=True, timeout=60,
+            cwd=ROOT,
+            env=_env(tmp_path / "var"),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert result.returncode == 1
     assert f"Port {port} on 127.0.0.1 is already in use" in result.stderr

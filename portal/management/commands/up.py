@@ -71,12 +71,29 @@ class Command(BaseCommand):
         supervisor.run_once("setup", [python, manage, "migrate", "--noinput"])
         supervisor.run_once("setup", [python, manage, "ensure_admin", "--url", url])
         supervisor.start("web", [python, "-m", "daphne", "-b", host, "-p", str(port), "portal.asgi:application"])
-        supervisor.start("worker", [
-            python, "-m", "celery", "-A", "portal", "worker", "-Q", "ingest,default", "--loglevel", "INFO",
-            "-c", str(settings.WORKER_CONCURRENCY), "-n", f"portal@{socket.gethostname()}",
-        ])
+        supervisor.start(
+            "worker",
+            [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "-Q",
+                "ingest,default",
+                "--loglevel",
+                "INFO",
+                "-c",
+                str(settings.WORKER_CONCURRENCY),
+                "-n",
+                f"portal@{socket.gethostname()}",
+            ],
+        )
         schedule = settings.VAR_DIR / "run" / "celerybeat-schedule"
-        supervisor.start("beat", [python, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO", "-s", str(schedule)])
+        supervisor.start(
+            "beat", [python, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO", "-s", str(schedule)]
+        )
         if wait_for_http(url + "healthz", timeout=60, stop=stopping):
             supervisor.say(self.style.SUCCESS(f"The portal is up at {url}  (Ctrl-C stops it)"))
         while supervisor.exited() is None:
@@ -91,6 +108,6 @@ class Command(BaseCommand):
 
 
 def _url_host(host: str) -> str:
-    if host in ("0.0.0.0", "::", ""):
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 (recognising it, not binding)
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host
