@@ -5,7 +5,7 @@ from knowledge.api import views
 
 router = DefaultRouter()
 router.register("teams", views.TeamViewSet, basename="team")
-router.register(r"teams/(?P<team_pk>[^/.]+)/members", views.MembershipViewSet, basename="team-member")
+router.register(r"teams/(?P<team_pk>[0-9]+)/members", views.MembershipViewSet, basename="team-member")
 router.register("collections", views.CollectionViewSet, basename="collection")
 router.register("tokens", views.ApiTokenViewSet, basename="token")
 

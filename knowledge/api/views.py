@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -18,6 +19,8 @@ from knowledge.access import access_collection, access_team
 from knowledge.api import serializers as s
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
 from portal.models import User
+
+TEAM_PK = OpenApiParameter("team_pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="The team's id.")
 
 
 def _user(request: Request) -> User:
@@ -55,6 +58,12 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
         serializer.instance = team
 
 
+@extend_schema_view(
+    list=extend_schema(parameters=[TEAM_PK]),
+    create=extend_schema(parameters=[TEAM_PK]),
+    partial_update=extend_schema(parameters=[TEAM_PK]),
+    destroy=extend_schema(parameters=[TEAM_PK]),
+)
 class MembershipViewSet(
     mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet[Membership]
 ):
@@ -66,6 +75,8 @@ class MembershipViewSet(
         return access_team(self.request.user, self.kwargs["team_pk"], manage=manage)
 
     def get_queryset(self) -> QuerySet[Membership]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request user
+            return Membership.objects.none()
         return Membership.objects.filter(team=self.team()).select_related("user").order_by("user__email")
 
     def get_object(self) -> Membership:
