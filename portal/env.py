@@ -60,7 +60,7 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
-def parse_database_url(url: str, name: str = "DATABASE_URL") -> dict[str, object]:
+def parse_database_url(url: str, name: str = "DATABASE_URL", conn_max_age: int = 60) -> dict[str, object]:
     """Turns postgres://user:pass@host:port/db?sslmode=x into Django's DATABASES entry.
 
     A socket directory can be given as `?host=/path` (libpq's own convention).
@@ -88,7 +88,7 @@ def parse_database_url(url: str, name: str = "DATABASE_URL") -> dict[str, object
         "HOST": host,
         "PORT": str(port or ""),
         "OPTIONS": options,
-        "CONN_MAX_AGE": 60,
+        "CONN_MAX_AGE": conn_max_age,
         "CONN_HEALTH_CHECKS": True,
     }
 

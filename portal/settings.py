@@ -51,7 +51,8 @@ REDIS_URL = check_redis_url(
 DATABASE_URL_SOURCE = "DATABASE_URL" if env_str("DATABASE_URL") else "embedded"
 REDIS_URL_SOURCE = "REDIS_URL" if env_str("REDIS_URL") else "embedded"
 
-DATABASES = {"default": parse_database_url(DATABASE_URL)}
+# Seconds a process keeps its database connection between requests; 0 with a pooler (PgBouncer).
+DATABASES = {"default": parse_database_url(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "portal.User"
 
@@ -177,7 +178,6 @@ MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media").resolve()
 MAX_UPLOAD_MB = env_int("PORTAL_MAX_UPLOAD_MB", 200, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_MB * 1024 * 1024
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from knowledge import actions
 from knowledge.models import Collection, Membership, Role, Team
+from tests.stack import celery_worker, daphne, free_port, http_ok, wait_for
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
@@ -72,3 +73,25 @@ def token_for(api: APIClient, user) -> str:
     _token, key = actions.do_create_token(user, "tests")
     api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return key
+
+
+@pytest.fixture
+def live_worker(tmp_path):
+    """A real Celery worker process on the test database and Redis."""
+    log = tmp_path / "worker.log"
+    with celery_worker(log) as proc:
+        wait_for(lambda: b"ready." in log.read_bytes() or proc.poll() is not None, 60, "worker start", log)
+        assert proc.poll() is None, log.read_text()
+        yield proc
+
+
+@pytest.fixture
+def live_web(tmp_path):
+    """A real daphne process serving the portal on the test database; yields its port.
+    Tests using it need `django_db(transaction=True)` so that it sees their rows."""
+    port = free_port()
+    log = tmp_path / "daphne.log"
+    with daphne(log, port) as proc:
+        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/healthz") or proc.poll() is not None, 60, "daphne", log)
+        assert proc.poll() is None, log.read_text()
+        yield port

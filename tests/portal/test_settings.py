@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from portal import env
-from tests.portal.stack import ROOT
+from tests.stack import ROOT
 
 
 def test_it_reads_booleans_and_names_the_variable(monkeypatch):

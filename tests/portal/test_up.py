@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.portal.stack import ROOT, free_port, wait_for
+from tests.stack import ROOT, free_port, wait_for
 
 pytestmark = pytest.mark.stack
 

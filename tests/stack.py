@@ -17,7 +17,7 @@ from django.conf import settings
 
 from portal.services import die_with_parent, stop_process_group
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -46,6 +46,8 @@ def child_env(**extra: str) -> dict[str, str]:
         "REDIS_URL": settings.REDIS_URL,
         "PORTAL_VAR_DIR": str(settings.VAR_DIR),
         "PYTHONUNBUFFERED": "1",
+        # No connection outlives a request, so the test database can be dropped at the end.
+        "DB_CONN_MAX_AGE": "0",
         **extra,
     }
 
