@@ -94,9 +94,10 @@ class MembershipViewSet(
 
     @extend_schema(request=s.RoleSerializer, responses={200: s.MembershipSerializer})
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        membership = self.get_object()  # access before validation: strangers get 404, not 400
         form = s.RoleSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        membership = actions.do_change_role(self.get_object(), Role(form.validated_data["role"]))
+        membership = actions.do_change_role(membership, Role(form.validated_data["role"]))
         return Response(s.MembershipSerializer(membership).data)
 
     def perform_destroy(self, instance: Membership) -> None:

@@ -1,0 +1,117 @@
+"""Every route, as anonymous and as charlie (no access), against alice's and her team's
+objects: anonymous is sent to log in (pages) or gets 401 (API); charlie gets 404 for every
+object route and never sees alice's data in a list. A route that is not classified here
+fails the test, so new endpoints must join it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from knowledge import actions
+from portal.routing import websocket_urlpatterns
+
+# Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
+PUBLIC = {"healthz", "schema", "api-docs", "set_language"}
+PUBLIC_PREFIXES = ("accounts/", "admin/")
+
+# name -> the objects its URL arguments point at (alice's), or {} for a list.
+PAGES: dict[str, dict[str, str]] = {
+    "dashboard": {},
+    "collection-create": {},
+    "teams": {},
+    "tokens": {},
+    "collection": {"collection_id": "private"},
+    "collection-rename": {"collection_id": "team_collection"},
+    "collection-delete": {"collection_id": "team_collection"},
+    "team": {"team_id": "team"},
+    "member-role": {"team_id": "team", "membership_id": "membership"},
+    "member-remove": {"team_id": "team", "membership_id": "membership"},
+    "token-revoke": {"token_id": "token"},
+}
+API: dict[str, dict[str, str]] = {
+    "api-root": {},
+    "team-list": {},
+    "collection-list": {},
+    "token-list": {},
+    "team-detail": {"pk": "team"},
+    "collection-detail": {"pk": "private"},
+    "token-detail": {"pk": "token"},
+    "team-member-list": {"team_pk": "team"},
+    "team-member-detail": {"team_pk": "team", "pk": "membership"},
+}
+WEBSOCKETS = {"ws/collections/<int:collection_id>/"}  # tests/portal/test_stack.py: 4401 / 4404
+SECRETS = ["Alice&#x27;s notes", "Alice's notes", "Team handbook", "alice@example.com", "Research"]
+
+
+def _routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _routes(pattern.url_patterns, prefix + str(pattern.pattern))
+        elif isinstance(pattern, URLPattern):
+            yield prefix + str(pattern.pattern), pattern.name or ""
+
+
+def test_it_has_every_route_classified():
+    unclassified = {
+        (route, name)
+        for route, name in _routes(get_resolver().url_patterns)
+        if not route.startswith(PUBLIC_PREFIXES) and name not in PUBLIC | PAGES.keys() | API.keys()
+        and not route.startswith("^static") and not route.startswith("^media")
+    }
+    assert unclassified == set(), "classify these routes in tests/test_isolation.py"
+    assert {str(p.pattern) for p in websocket_urlpatterns} == WEBSOCKETS
+
+
+@pytest.fixture
+def objects(alice, bob, team, private_collection, team_collection) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    token, _key = actions.do_create_token(alice, "alice's integration")
+    return {
+        "private": private_collection.pk,
+        "team_collection": team_collection.pk,
+        "team": team.pk,
+        "membership": team.memberships.get(user=bob).pk,
+        "token": token.pk,
+    }
+
+
+def _url(name: str, args: dict[str, str], objects: dict[str, int]) -> str:
+    from django.urls import reverse
+
+    return reverse(name, kwargs={key: objects[value] for key, value in args.items()})
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_it_sends_anonymous_visitors_to_login(client, objects, name):
+    url = _url(name, PAGES[name], objects)
+    for response in (client.get(url), client.post(url)):
+        assert response.status_code in (302, 405)
+        if response.status_code == 302:
+            assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("name", sorted(API))
+def test_it_answers_401_to_anonymous_api_calls(api, objects, name):
+    url = _url(name, API[name], objects)
+    for method in ("get", "post", "patch", "delete"):
+        response = getattr(api, method)(url)
+        assert response.status_code in (401, 405), (method, url, response.status_code)
+        assert not any(secret in response.content.decode() for secret in SECRETS)
+
+
+@pytest.mark.parametrize(("name", "args"), sorted({**PAGES, **API}.items()))
+def test_it_gives_charlie_404_or_nothing_of_alices(client, charlie, objects, name, args):
+    client.force_login(charlie)
+    url = _url(name, args, objects)
+    methods = ("get", "post", "patch", "delete") if name in API else ("get", "post")
+    for method in methods:
+        response = getattr(client, method)(url)
+        body = response.content.decode()
+        if args:  # an object of alice's: it does not exist for charlie
+            assert response.status_code in (404, 405), (method, url, response.status_code)
+        assert not any(secret in body for secret in SECRETS), (method, url)
+    assert actions.Collection.objects.filter(pk=objects["private"]).exists()
+    assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
