@@ -59,8 +59,10 @@ def test_it_has_every_route_classified():
     unclassified = {
         (route, name)
         for route, name in _routes(get_resolver().url_patterns)
-        if not route.startswith(PUBLIC_PREFIXES) and name not in PUBLIC | PAGES.keys() | API.keys()
-        and not route.startswith("^static") and not route.startswith("^media")
+        if not route.startswith(PUBLIC_PREFIXES)
+        and name not in PUBLIC | PAGES.keys() | API.keys()
+        and not route.startswith("^static")
+        and not route.startswith("^media")
     }
     assert unclassified == set(), "classify these routes in tests/test_isolation.py"
     assert {str(p.pattern) for p in websocket_urlpatterns} == WEBSOCKETS

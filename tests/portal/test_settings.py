@@ -122,3 +122,27 @@ def test_it_names_redis_url_when_redis_is_unreachable(tmp_path):
     )
     assert result.returncode != 0
     assert "REDIS_URL=redis://127.0.0.1:1/0" in result.stderr
+
+
+def test_it_offers_single_sign_on_when_an_oidc_issuer_is_configured(tmp_path):
+    environment = {
+        **os.environ,
+        "PORTAL_ENV_FILE": os.devnull,
+        "PORTAL_VAR_DIR": str(tmp_path),
+        "PORTAL_OIDC_SERVER_URL": "https://sso.example.com/realms/team",
+        "PORTAL_OIDC_CLIENT_ID": "portal",
+        "PORTAL_OIDC_NAME": "Company SSO",
+    }
+    code = (
+        "import django; django.setup();"
+        "from allauth.socialaccount.adapter import get_adapter;"
+        "from django.test import RequestFactory;"
+        "providers = get_adapter().list_providers(RequestFactory().get('/'));"
+        "print([(p.sub_id, p.name, p.app.settings['server_url']) for p in providers])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "[('oidc', 'Company SSO', 'https://sso.example.com/realms/team')]", result.stderr
+    missing_client = _settings_error(PORTAL_OIDC_SERVER_URL="https://sso.example.com/realms/team")
+    assert "PORTAL_OIDC_CLIENT_ID" in missing_client
