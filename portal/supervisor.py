@@ -152,6 +152,22 @@ class Supervisor:
         self.state_file.unlink(missing_ok=True)
 
 
+# The portal's long-running processes: `up` and the tests start exactly these commands.
+
+
+def web_command(host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "portal.asgi:application"]
+
+
+def worker_command(name: str, concurrency: int) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", "ingest,default",
+            "--loglevel", "INFO", "-c", str(concurrency), "-n", name]  # fmt: skip
+
+
+def beat_command(schedule: Path) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO", "-s", str(schedule)]
+
+
 def wait_for_http(url: str, timeout: float, stop: threading.Event) -> bool:
     import urllib.error
     import urllib.request

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from urllib.parse import quote
 from django.conf import settings
 
 from portal.services import die_with_parent, stop_process_group
+from portal.supervisor import web_command, worker_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,26 +89,8 @@ def http_ok(url: str) -> bool:
 
 
 def daphne(log: Path, port: int):
-    return process([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "portal.asgi:application"], log)
+    return process(web_command("127.0.0.1", port), log)
 
 
 def celery_worker(log: Path):
-    return process(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "-Q",
-            "ingest,default",
-            "-c",
-            "1",
-            "--loglevel",
-            "INFO",
-            "-n",
-            f"test-{os.getpid()}@%h",
-        ],
-        log,
-    )
+    return process(worker_command(f"test-{os.getpid()}@%h", 1), log)

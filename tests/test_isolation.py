@@ -69,7 +69,7 @@ def test_it_has_every_route_classified():
 
 
 @pytest.fixture
-def objects(alice, bob, team, private_collection, team_collection) -> dict[str, int]:  # type: ignore[no-untyped-def]
+def objects(alice, bob, team, private_collection, team_collection) -> dict[str, int]:
     token, _key = actions.do_create_token(alice, "alice's integration")
     return {
         "private": private_collection.pk,

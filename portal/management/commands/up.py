@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from portal.services import ServiceError, Services
-from portal.supervisor import Supervisor, wait_for_http
+from portal.supervisor import Supervisor, beat_command, wait_for_http, web_command, worker_command
 
 
 class Interrupted(BaseException):
@@ -70,32 +70,13 @@ class Command(BaseCommand):
         url = f"http://{_url_host(host)}:{port}/"
         supervisor.run_once("setup", [python, manage, "migrate", "--noinput"])
         supervisor.run_once("setup", [python, manage, "ensure_admin", "--url", url])
-        supervisor.start("web", [python, "-m", "daphne", "-b", host, "-p", str(port), "portal.asgi:application"])
-        supervisor.start(
-            "worker",
-            [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "portal",
-                "worker",
-                "-Q",
-                "ingest,default",
-                "--loglevel",
-                "INFO",
-                "-c",
-                str(settings.WORKER_CONCURRENCY),
-                "-n",
-                f"portal@{socket.gethostname()}",
-            ],
-        )
-        schedule = settings.VAR_DIR / "run" / "celerybeat-schedule"
-        supervisor.start(
-            "beat", [python, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO", "-s", str(schedule)]
-        )
+        supervisor.start("web", web_command(host, port))
+        supervisor.start("worker", worker_command(f"portal@{socket.gethostname()}", settings.WORKER_CONCURRENCY))
+        supervisor.start("beat", beat_command(settings.VAR_DIR / "run" / "celerybeat-schedule"))
         if wait_for_http(url + "healthz", timeout=60, stop=stopping):
             supervisor.say(self.style.SUCCESS(f"The portal is up at {url}  (Ctrl-C stops it)"))
+        elif not stopping.is_set():
+            supervisor.say(self.style.WARNING(f"{url} does not answer after 60 s; see the web output above."))
         while supervisor.exited() is None:
             stopping.wait(0.5)
         child = supervisor.exited()
