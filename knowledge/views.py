@@ -21,10 +21,14 @@ from portal.typing import AuthedRequest
 
 @login_required
 def dashboard(request: AuthedRequest) -> HttpResponse:
+    return _dashboard(request, CollectionForm(user=request.user))
+
+
+def _dashboard(request: AuthedRequest, form: CollectionForm, status: int = 200) -> HttpResponse:
     collections = Collection.objects.visible_to(request.user).select_related("owner_team", "owner_user")
     teams = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
-    form = CollectionForm(user=request.user)
-    return render(request, "knowledge/dashboard.html", {"collections": collections, "memberships": teams, "form": form})
+    context = {"collections": collections, "memberships": teams, "form": form}
+    return render(request, "knowledge/dashboard.html", context, status=status)
 
 
 @login_required
@@ -44,10 +48,7 @@ def collection_create(request: AuthedRequest) -> HttpResponse:
         else:
             messages.success(request, _("Collection “%(name)s” created.") % {"name": collection.name})
             return redirect("collection", collection.pk)
-    collections = Collection.objects.visible_to(request.user).select_related("owner_team", "owner_user")
-    teams = Membership.objects.filter(user=request.user).select_related("team")
-    context = {"collections": collections, "memberships": teams, "form": form}
-    return render(request, "knowledge/dashboard.html", context, status=400)
+    return _dashboard(request, form, status=400)
 
 
 @login_required
@@ -115,14 +116,12 @@ def team_list(request: AuthedRequest) -> HttpResponse:
 
 @login_required
 def team_detail(request: AuthedRequest, team_id: int) -> HttpResponse:
-    team = access_team(request.user, team_id)
+    # Any member may look; adding a member (the POST) needs team admin.
+    team = access_team(request.user, team_id, manage=request.method == "POST")
     is_admin = role_in_team(request.user, team) == Role.ADMIN
-    form = AddMemberForm()
-    if request.method == "POST":
-        access_team(request.user, team_id, manage=True)
-        form = AddMemberForm(request.POST)
-        if form.is_valid() and _add_member(request, team, form):
-            return redirect("team", team.pk)
+    form = AddMemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid() and _add_member(request, team, form):
+        return redirect("team", team.pk)
     return render(
         request,
         "knowledge/team.html",

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Tags, register
 
-from portal.health import database_status
+from portal.health import database_unreachable
 
 
 @register(Tags.database)
@@ -13,7 +13,7 @@ def check_database_reachable(app_configs: Any = None, **kwargs: Any) -> list[Che
     reported with the variable to fix instead of a driver traceback."""
     if not kwargs.get("databases"):
         return []
-    status = database_status()
-    if status.ok or "pgvector" in status.detail:
+    problem = database_unreachable()
+    if problem is None:
         return []
-    return [Error(status.detail, hint="Check DATABASE_URL, or unset it to use the embedded server.", id="portal.E001")]
+    return [Error(problem, hint="Check DATABASE_URL, or unset it to use the embedded server.", id="portal.E001")]

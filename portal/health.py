@@ -29,13 +29,22 @@ def redis_client() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=3, socket_connect_timeout=3)
 
 
-def database_status() -> Status:
+def database_unreachable() -> str | None:
+    """Why the database cannot be reached, naming the setting to fix; None when it answers."""
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            row = cursor.fetchone()
+        connection.ensure_connection()
     except Exception as exc:  # any driver error is a "down" to report, not to raise
-        return Status(False, _unreachable("DATABASE_URL", settings.DATABASE_URL, settings.DATABASE_URL_SOURCE, exc))
+        return _unreachable("DATABASE_URL", settings.DATABASE_URL, settings.DATABASE_URL_SOURCE, exc)
+    return None
+
+
+def database_status() -> Status:
+    problem = database_unreachable()
+    if problem:
+        return Status(False, problem)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
     if row is None:
         return Status(False, "connected, but the pgvector extension is not installed: run `manage.py migrate`")
     return Status(True, f"PostgreSQL with pgvector {row[0]}")
