@@ -9,7 +9,7 @@ from typing import Any
 from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 
@@ -26,6 +26,12 @@ class Command(BaseCommand):
             self.stdout.write(f"Log in at {login} with your account.")
             return
         email = settings.ADMIN_EMAIL
+        if User.objects.filter(email__iexact=email).exists():
+            # Never promote an existing account: anyone could have signed up with that address.
+            raise CommandError(
+                f"No admin exists, and {email} (PORTAL_ADMIN_EMAIL) already belongs to an ordinary account. "
+                "Set PORTAL_ADMIN_EMAIL to another address, or run `manage.py createsuperuser`."
+            )
         password = settings.ADMIN_PASSWORD or secrets.token_urlsafe(12)
         with transaction.atomic():
             user = User.objects.create_superuser(username="admin", email=email, password=password)
