@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from portal import env
-from tests.stack import ROOT
+from tests.stack import ROOT, child_env
 
 
 def test_it_reads_booleans_and_names_the_variable(monkeypatch):
@@ -124,9 +124,10 @@ def test_it_names_redis_url_when_redis_is_unreachable(tmp_path):
     assert "REDIS_URL=redis://127.0.0.1:1/0" in result.stderr
 
 
-def test_it_offers_single_sign_on_when_an_oidc_issuer_is_configured(tmp_path):
+def test_it_offers_single_sign_on_when_an_oidc_issuer_is_configured(db, tmp_path):
+    # The provider list also reads configured apps from the database: use the test database.
     environment = {
-        **os.environ,
+        **child_env(),
         "PORTAL_ENV_FILE": os.devnull,
         "PORTAL_VAR_DIR": str(tmp_path),
         "PORTAL_OIDC_SERVER_URL": "https://sso.example.com/realms/team",
