@@ -23,7 +23,7 @@ PROVIDERS: dict[Role, tuple[str, ...]] = {
     "chat": ("local", "openai"),
     "vision": ("none", "local", "openai"),
     "ocr": ("local",),
-    "speech": ("none",),
+    "speech": ("local", "none"),
 }
 DEFAULT_MODELS: dict[tuple[Role, str], str] = {
     ("embedding", "local"): "multilingual-e5-small-q4",

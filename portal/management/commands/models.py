@@ -12,7 +12,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assistant.providers import registry
 from assistant.providers.base import ROLES, ChatMessage, NotAvailable, ProviderError, Role
-from assistant.providers.local.model_files import QWEN_CHAT_1_5B, ensure_model
+from assistant.providers.local.model_files import QWEN_CHAT_1_5B, WHISPER_BASE, SplitModel, ensure_model
+
+# Local models whose weights are joined from packages, by role.
+LOCAL_FILES: dict[Role, SplitModel] = {"chat": QWEN_CHAT_1_5B, "speech": WHISPER_BASE}
 
 
 class Command(BaseCommand):
@@ -26,9 +29,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, install: bool, role: list[Role] | None, **options: Any) -> None:
         if install:
-            if registry.role_config("chat").provider == "local":
-                path = ensure_model(QWEN_CHAT_1_5B, settings.MODELS_DIR, progress=self.stdout.write)
-                self.stdout.write(f"chat model ready: {path}")
+            for name, spec in LOCAL_FILES.items():
+                if registry.role_config(name).provider == "local":
+                    path = ensure_model(spec, settings.MODELS_DIR, progress=self.stdout.write)
+                    self.stdout.write(f"{name} model ready: {path}")
             return
         failed = [name for name in (role or ROLES) if not self._check(name)]
         if failed:
@@ -84,6 +88,22 @@ def _vision(model: Any) -> str:
     return f"said {model.describe(buffer.getvalue(), 'What colour is this image? One word.')[:30]!r}"
 
 
+def _speech(model: Any) -> str:
+    import tempfile
+    import wave
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "silence.wav"
+        with wave.open(str(path), "wb") as out:
+            out.setnchannels(1)
+            out.setsampwidth(2)
+            out.setframerate(16000)
+            out.writeframes(b"\x00\x00" * 16000)
+        transcript = model.transcribe(path)
+    return f"transcribed 1 s of silence into {len(transcript.segments)} segment(s)"
+
+
 def _unprobed(model: Any) -> str:
     return f"loaded {model.model_id}"
 
@@ -95,5 +115,5 @@ PROBES: dict[Role, Callable[[Any], str]] = {
     "chat": _chat,
     "vision": _vision,
     "ocr": _ocr,
-    "speech": _unprobed,
+    "speech": _speech,
 }
