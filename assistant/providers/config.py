@@ -19,7 +19,7 @@ from assistant.providers.base import ROLES, Role
 PROVIDERS: dict[Role, tuple[str, ...]] = {
     "embedding": ("local", "openai"),
     "image_embedding": ("none", "local"),
-    "rerank": ("none", "http"),
+    "rerank": ("none", "local", "http"),
     "chat": ("local", "openai"),
     "vision": ("none", "local", "openai"),
     "ocr": ("local",),

@@ -29,6 +29,7 @@ from assistant.providers.config import RoleConfig
 IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
     ("embedding", "local"): "assistant.providers.local.embedder:LocalEmbedder",
     ("embedding", "openai"): "assistant.providers.openai_compat:OpenAIEmbedder",
+    ("rerank", "local"): "assistant.providers.local.rerank:ChatJudgeReranker",
     ("rerank", "http"): "assistant.providers.rerank_http:HttpReranker",
     ("chat", "local"): "assistant.providers.local.chat:LocalChatModel",
     ("chat", "openai"): "assistant.providers.openai_compat:OpenAIChatModel",
@@ -42,7 +43,7 @@ UNAVAILABLE = {
     "image_embedding": "no offline image embedding model exists; images are found by their OCR text and "
     "captions instead",
     "vision": "no offline vision model exists; set PROVIDER_VISION=openai for image captions",
-    "rerank": "reranking is off; set PROVIDER_RERANK=http for a /rerank endpoint",
+    "rerank": "reranking is off; set PROVIDER_RERANK=local (the chat model as a judge, slow) or http",
     "speech": "speech to text is off; set PROVIDER_SPEECH=local (Whisper base, offline)",
 }
 

@@ -100,3 +100,27 @@ class LocalChatModel:
                 delta = chunk["choices"][0].get("delta", {}).get("content")
                 if delta:
                     yield delta
+
+    def yes_minus_no(self, messages: Sequence[ChatMessage]) -> float:
+        """P(yes) - P(no) for the assistant's first token: a judge's confidence, from one forward
+        pass instead of a generation. Used by the local reranker."""
+        import llama_cpp
+        import numpy as np
+
+        prompt = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages)
+        prompt += "<|im_start|>assistant\n"  # Qwen's ChatML: the answer starts here
+        with self._lock:
+            llm = self._load()
+            tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            if len(tokens) >= CONTEXT_TOKENS:
+                raise ProviderError("rerank", "local", f"the passage is too long for a {CONTEXT_TOKENS}-token context")
+            llm.reset()
+            llm.eval(tokens)
+            # Only the last position's logits exist without logits_all (llm.scores stays zero).
+            pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
+            yes = [llm.tokenize(w.encode(), add_bos=False)[0] for w in ("yes", "Yes", "YES")]
+            no = [llm.tokenize(w.encode(), add_bos=False)[0] for w in ("no", "No", "NO")]
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        return float(probabilities[yes].sum() - probabilities[no].sum())
