@@ -11,7 +11,7 @@ from assistant.providers.local.rerank import ChatJudgeReranker
 
 
 @pytest.fixture
-def reranker(settings):  # type: ignore[no-untyped-def]
+def reranker(settings):
     config = dataclasses.replace(settings.MODEL_ROLES["rerank"], provider="local", model="chat-model-yes-no-judge")
     return ChatJudgeReranker(config)
 
