@@ -1,7 +1,7 @@
 """The roles every feature calls models through, one small interface each.
 
 Implementations live in one module per backend (`local/`, `openai_compat.py`,
-`rerank_http.py`); `registry.py` maps each (role, provider) to one of them.
+`rerank_http.py`, `dashscope.py`); `registry.py` maps each (role, provider) to one of them.
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from assistant.providers.base import ROLES, Role
 
 # Which providers each role accepts, the default first.
 PROVIDERS: dict[Role, tuple[str, ...]] = {
-    "embedding": ("local", "openai"),
-    "image_embedding": ("none", "local"),
-    "rerank": ("none", "local", "http"),
-    "chat": ("local", "openai"),
-    "vision": ("none", "local", "openai"),
+    "embedding": ("local", "openai", "dashscope"),
+    "image_embedding": ("none", "local", "dashscope"),
+    "rerank": ("none", "local", "http", "dashscope"),
+    "chat": ("local", "openai", "dashscope"),
+    "vision": ("none", "local", "openai", "dashscope"),
     "ocr": ("local",),
     "speech": ("local", "none"),
 }

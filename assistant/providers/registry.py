@@ -29,11 +29,16 @@ from assistant.providers.config import RoleConfig
 IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
     ("embedding", "local"): "assistant.providers.local.embedder:LocalEmbedder",
     ("embedding", "openai"): "assistant.providers.openai_compat:OpenAIEmbedder",
+    ("embedding", "dashscope"): "assistant.providers.dashscope:DashScopeEmbedder",
+    ("image_embedding", "dashscope"): "assistant.providers.dashscope:DashScopeImageEmbedder",
     ("rerank", "local"): "assistant.providers.local.rerank:ChatJudgeReranker",
     ("rerank", "http"): "assistant.providers.rerank_http:HttpReranker",
+    ("rerank", "dashscope"): "assistant.providers.dashscope:DashScopeReranker",
     ("chat", "local"): "assistant.providers.local.chat:LocalChatModel",
     ("chat", "openai"): "assistant.providers.openai_compat:OpenAIChatModel",
+    ("chat", "dashscope"): "assistant.providers.dashscope:DashScopeChatModel",
     ("vision", "openai"): "assistant.providers.openai_compat:OpenAIVisionModel",
+    ("vision", "dashscope"): "assistant.providers.dashscope:DashScopeVisionModel",
     ("ocr", "local"): "assistant.providers.local.ocr:LocalOCR",
     ("speech", "local"): "assistant.providers.local.speech:LocalSpeechToText",
 }
@@ -41,9 +46,9 @@ IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
 # What to tell a person when a role has no model with the current settings.
 UNAVAILABLE = {
     "image_embedding": "no offline image embedding model exists; images are found by their OCR text and "
-    "captions instead",
-    "vision": "no offline vision model exists; set PROVIDER_VISION=openai for image captions",
-    "rerank": "reranking is off; set PROVIDER_RERANK=local (the chat model as a judge, slow) or http",
+    "captions instead (PROVIDER_IMAGE_EMBEDDING=dashscope embeds images and text in one space)",
+    "vision": "no offline vision model exists; set PROVIDER_VISION=openai or dashscope for image captions",
+    "rerank": "reranking is off; set PROVIDER_RERANK=local (the chat model as a judge, slow), http or dashscope",
     "speech": "speech to text is off; set PROVIDER_SPEECH=local (Whisper base, offline)",
 }
 

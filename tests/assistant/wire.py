@@ -19,6 +19,7 @@ class Reply:
     status: int = 200
     body: Any = None  # dict → JSON; list of dicts → SSE events; str → raw text
     delay: float = 0.0
+    done: bool = True  # end an SSE stream with OpenAI's "data: [DONE]" (DashScope sends none)
 
 
 @dataclass
@@ -75,7 +76,8 @@ def _handler(wire: Wire) -> type[BaseHTTPRequestHandler]:
             for event in reply.body:
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
+            if reply.done:
+                self.wfile.write(b"data: [DONE]\n\n")
 
     return Handler
 
