@@ -11,6 +11,7 @@ from typing import Any
 from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError
 from assistant.providers.config import RoleConfig
 from assistant.providers.openai_compat import data_url
+from assistant.providers.remote import BatchedTextEmbedder, scores_by_index
 from assistant.providers.retry import with_retries
 
 # DashScope caps texts per embedding call (10 for text-embedding-v3/v4).
@@ -143,30 +144,15 @@ class DashScopeVisionModel(_DashScope):
         return "".join(part.get("text", "") for part in parts).strip()
 
 
-class DashScopeEmbedder(_DashScope):
-    _dims: int | None = None
+class DashScopeEmbedder(_DashScope, BatchedTextEmbedder):
+    batch_size = EMBEDDING_BATCH
 
-    @property
-    def dims(self) -> int:
-        if self.config.dims:
-            return self.config.dims
-        if self._dims is None:
-            self._dims = len(self.embed_query("dimension probe"))
-        return self._dims
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         from dashscope import TextEmbedding
 
-        vectors: list[list[float]] = []
         extra = {"dimension": self.config.dims} if self.config.dims else {}
-        for start in range(0, len(texts), EMBEDDING_BATCH):
-            batch = list(texts[start : start + EMBEDDING_BATCH])
-            response = self._request(TextEmbedding.call, input=batch, **extra)
-            vectors.extend(_ordered(self, response.output.get("embeddings"), len(batch), "text_index"))
-        return vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        response = self._request(TextEmbedding.call, input=batch, **extra)
+        return _ordered(self, response.output.get("embeddings"), len(batch), "text_index")
 
 
 class DashScopeImageEmbedder(_DashScope):
@@ -202,13 +188,7 @@ class DashScopeReranker(_DashScope):
         response = self._request(
             TextReRank.call, query=query, documents=list(passages), top_n=len(passages), return_documents=False
         )
-        scores = [0.0] * len(passages)
-        try:
-            for row in response.output["results"]:
-                scores[int(row["index"])] = float(row["relevance_score"])
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise self._error(f"malformed response: {exc!r}") from exc
-        return scores
+        return scores_by_index(self.config, response.output.get("results") or [], len(passages))
 
 
 def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:

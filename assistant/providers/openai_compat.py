@@ -13,6 +13,7 @@ from typing import Any
 
 from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError
 from assistant.providers.config import RoleConfig
+from assistant.providers.remote import BatchedTextEmbedder
 from assistant.providers.retry import with_retries
 
 
@@ -153,35 +154,15 @@ class OpenAIVisionModel(_Client):
             raise self._malformed("no choices in the completion") from exc
 
 
-class OpenAIEmbedder(_Client):
-    _dims: int | None = None
-
-    @property
-    def dims(self) -> int:
-        if self.config.dims:
-            return self.config.dims
-        if self._dims is None:
-            self._dims = len(self.embed_query("dimension probe"))
-        return self._dims
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
+class OpenAIEmbedder(_Client, BatchedTextEmbedder):
+    def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         extra = {"dimensions": self.config.dims} if self.config.dims else {}
-        for start in range(0, len(texts), 64):  # providers cap the batch size
-            batch = list(texts[start : start + 64])
-            response = self._call(
-                lambda b=batch: self.client.embeddings.create(
-                    model=self.config.model, input=b, encoding_format="float", **extra
-                )
+        response = self._call(
+            lambda: self.client.embeddings.create(
+                model=self.config.model, input=batch, encoding_format="float", **extra
             )
-            rows = sorted(response.data, key=lambda row: row.index)
-            if len(rows) != len(batch):
-                raise self._malformed(f"{len(rows)} embeddings for {len(batch)} texts")
-            vectors.extend([float(x) for x in row.embedding] for row in rows)
-        return vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        )
+        return [[float(x) for x in row.embedding] for row in sorted(response.data, key=lambda row: row.index)]
 
 
 def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:

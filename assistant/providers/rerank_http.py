@@ -10,6 +10,7 @@ import httpx
 
 from assistant.providers.base import ProviderError
 from assistant.providers.config import RoleConfig
+from assistant.providers.remote import scores_by_index
 from assistant.providers.retry import with_retries
 
 
@@ -23,13 +24,10 @@ class HttpReranker:
             return []
         body = {"model": self.config.model, "query": query, "documents": list(passages), "top_n": len(passages)}
         data = with_retries(lambda: self._post(body))
-        try:
-            scores = [0.0] * len(passages)
-            for row in data["results"]:
-                scores[int(row["index"])] = float(row["relevance_score"])
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise ProviderError("rerank", "http", f"malformed response: {exc!r}") from exc
-        return scores
+        rows = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(rows, list):
+            raise ProviderError("rerank", "http", "malformed response: no results")
+        return scores_by_index(self.config, rows, len(passages))
 
     def _post(self, body: dict[str, Any]) -> Any:
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}

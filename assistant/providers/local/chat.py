@@ -25,6 +25,7 @@ class LocalChatModel:
         self.config = config
         self.model_id = f"local:{config.model}"
         self._llm: Any = None
+        self._yes_no: tuple[list[int], list[int]] | None = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -119,8 +120,16 @@ class LocalChatModel:
             # Only the last position's logits exist without logits_all (llm.scores stays zero).
             pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
             logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
-            yes = [llm.tokenize(w.encode(), add_bos=False)[0] for w in ("yes", "Yes", "YES")]
-            no = [llm.tokenize(w.encode(), add_bos=False)[0] for w in ("no", "No", "NO")]
+            yes, no = self._yes_no_tokens(llm)
         probabilities = np.exp(logits - logits.max())
         probabilities /= probabilities.sum()
         return float(probabilities[yes].sum() - probabilities[no].sum())
+
+    def _yes_no_tokens(self, llm: Any) -> tuple[list[int], list[int]]:
+        if self._yes_no is None:
+
+            def first_tokens(*words: str) -> list[int]:
+                return [llm.tokenize(word.encode(), add_bos=False)[0] for word in words]
+
+            self._yes_no = (first_tokens("yes", "Yes", "YES"), first_tokens("no", "No", "NO"))
+        return self._yes_no
