@@ -1,0 +1,170 @@
+"""Pages into chunks: heading-aware first, then recursively by paragraph, line, sentence
+(。！？ and .!?), clause (；，), space and finally characters, with overlap. Every chunk
+keeps where it came from (page, bbox, heading path) so that citations can point at it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ingestion.parsers.base import BBox, Block, ParsedPage
+
+SEPARATORS = ("\n\n", "\n", "。", "！", "？", ".", "!", "?", "；", ";", "，", ",", " ", "")
+ChunkKind = Literal["text", "table", "image"]
+
+
+@dataclass(frozen=True)
+class ChunkSettings:
+    size: int = 400  # characters
+    overlap: int = 50
+
+    def __post_init__(self) -> None:
+        if self.size < 50 or not 0 <= self.overlap < self.size // 2:
+            raise ValueError("chunk size must be at least 50 characters and overlap under half of it")
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    kind: ChunkKind
+    text: str
+    page: int
+    bbox: BBox | None
+    heading_path: tuple[str, ...]
+    image: bytes | None = field(default=None, repr=False)
+
+    @property
+    def location(self) -> dict[str, object]:
+        return {
+            "page": self.page,
+            "bbox": list(self.bbox) if self.bbox else None,
+            "heading_path": list(self.heading_path),
+        }
+
+    @property
+    def content_sha256(self) -> str:
+        digest = hashlib.sha256(f"{self.kind}\x1f{self.page}\x1f{self.bbox}\x1f".encode())
+        digest.update("\x1f".join(self.heading_path).encode() + b"\x1e" + self.text.encode())
+        if self.image is not None:
+            digest.update(hashlib.sha256(self.image).digest())
+        return digest.hexdigest()
+
+
+def chunk_page(page: ParsedPage, settings: ChunkSettings | None = None) -> list[ChunkDraft]:
+    settings = settings or ChunkSettings()
+    path = list(page.heading_path)
+    drafts: list[ChunkDraft] = []
+    run: list[Block] = []  # consecutive text blocks under one heading
+
+    def flush() -> None:
+        drafts.extend(_text_chunks(run, page.number, tuple(path), settings))
+        run.clear()
+
+    for block in page.blocks:
+        if block.kind == "heading":
+            flush()
+            if not path or path[-1] != block.text:  # a section's own heading is already in its path
+                path[:] = [*path[: max(block.level - 1, 0)], block.text]
+        elif block.kind == "text":
+            run.append(block)
+        else:
+            flush()
+            drafts.extend(_other_chunks(block, page.number, tuple(path), settings))
+    flush()
+    return drafts
+
+
+def _text_chunks(blocks: list[Block], page: int, path: tuple[str, ...], settings: ChunkSettings) -> list[ChunkDraft]:
+    if not blocks:
+        return []
+    text, ranges = "", []
+    for block in blocks:
+        if text:
+            text += "\n\n"
+        ranges.append((len(text), len(text) + len(block.text), block.bbox))
+        text += block.text
+    drafts = []
+    for start, end in split_text(text, settings.size, settings.overlap):
+        boxes = [bbox for s, e, bbox in ranges if s < end and e > start and bbox]
+        drafts.append(ChunkDraft("text", text[start:end], page, _union(boxes), path))
+    return drafts
+
+
+def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: ChunkSettings) -> list[ChunkDraft]:
+    if block.kind == "image":
+        # An image is indexed by the words around or in it; with none yet (OCR comes later), skip it.
+        return [ChunkDraft("image", block.text, page, block.bbox, path, image=block.image)] if block.text else []
+    if len(block.text) <= settings.size * 2 or len(block.cells) < 3:
+        return [ChunkDraft("table", block.text, page, block.bbox, path)]
+    # A long table: groups of rows, each repeating the header so it reads on its own.
+    header, *rows = block.cells
+    head = _markdown_row(header) + "\n" + "|" + "---|" * len(header)
+    drafts: list[ChunkDraft] = []
+    group: list[str] = []
+    length = len(head)
+    for row in rows:
+        line = _markdown_row(row)
+        if group and length + len(line) + 1 > settings.size * 2:
+            drafts.append(ChunkDraft("table", head + "\n" + "\n".join(group), page, block.bbox, path))
+            group, length = [], len(head)
+        group.append(line)
+        length += len(line) + 1
+    if group:
+        drafts.append(ChunkDraft("table", head + "\n" + "\n".join(group), page, block.bbox, path))
+    return drafts
+
+
+def _markdown_row(cells: tuple[str, ...]) -> str:
+    return "|" + "|".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + "|"
+
+
+def split_text(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Spans of `text`, each at most `size` characters, cut at the coarsest boundary that
+    fits, the next one starting up to `overlap` characters before the previous one ends."""
+    pieces = _pieces(text, 0, len(text), SEPARATORS, size)
+    spans: list[tuple[int, int]] = []
+    start, end = pieces[0] if pieces else (0, 0)
+    for piece_start, piece_end in pieces[1:]:
+        if piece_end - start <= size:
+            end = piece_end
+            continue
+        spans.append((start, end))
+        back = min(overlap, size - (piece_end - piece_start))
+        start, end = max(piece_start - back, end - overlap, 0), piece_end
+    if end > start:
+        spans.append((start, end))
+    return [span for span in (_strip(text, s, e) for s, e in spans) if span[1] > span[0]]
+
+
+def _pieces(text: str, start: int, end: int, separators: tuple[str, ...], size: int) -> list[tuple[int, int]]:
+    if end - start <= size:
+        return [(start, end)] if end > start else []
+    separator, rest = separators[0], separators[1:]
+    if separator == "":
+        return [(k, min(k + size, end)) for k in range(start, end, size)]
+    segment = text[start:end]
+    if separator not in segment:
+        return _pieces(text, start, end, rest, size)
+    pieces, cursor = [], start
+    while cursor < end:
+        found = text.find(separator, cursor, end)
+        stop = end if found < 0 else found + len(separator)  # the separator stays with its sentence
+        pieces.extend(_pieces(text, cursor, stop, rest, size))
+        cursor = stop
+    return pieces
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _union(boxes: Sequence[BBox | None]) -> BBox | None:
+    real = [box for box in boxes if box]
+    if not real:
+        return None
+    return (min(b[0] for b in real), min(b[1] for b in real), max(b[2] for b in real), max(b[3] for b in real))

@@ -1,0 +1,103 @@
+"""What parsers produce, and how a file type finds its parser.
+
+A parser turns one file into pages, yielded one at a time so that a 1,000-page PDF never
+holds all its renders at once. A page is the unit of incremental work: its content hash
+decides whether it must be redone. Parsers raise ParseError with a message a person can
+act on; they never return empty content for a file they could not read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Literal
+
+BlockKind = Literal["heading", "text", "table", "image"]
+PageKind = Literal["pdf_page", "slide", "section", "image", "video_segment", "text_block"]
+BBox = tuple[float, float, float, float]
+
+
+class ParseError(Exception):
+    """The file cannot be read as its type; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: BlockKind
+    text: str
+    bbox: BBox | None = None  # in page points (PDF) or None where a format has no geometry
+    level: int = 0  # heading level, 1 = top
+    cells: tuple[tuple[str, ...], ...] = ()  # a table's rows
+    image: bytes | None = field(default=None, repr=False)  # an image block's PNG
+
+
+@dataclass(frozen=True)
+class ParsedPage:
+    number: int  # 1-based, in the document's own order
+    kind: PageKind
+    blocks: tuple[Block, ...]
+    heading_path: tuple[str, ...] = ()  # the headings above this page (sections)
+    width: float | None = None
+    height: float | None = None
+    render: bytes | None = field(default=None, repr=False)  # PNG, for citations
+    needs_ocr: bool = False  # no usable text layer: the OCR stage reads the render
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(block.text for block in self.blocks if block.text)
+
+    @property
+    def content_sha256(self) -> str:
+        """Changes exactly when what the page contributes to the index changes."""
+        digest = hashlib.sha256(self.kind.encode())
+        for part in self.heading_path:
+            digest.update(b"\x1fh" + part.encode())
+        for block in self.blocks:
+            digest.update(f"\x1e{block.kind}:{block.level}:{block.bbox}".encode())
+            digest.update(block.text.encode())
+            for row in block.cells:
+                digest.update(b"\x1d" + "\x1f".join(row).encode())
+            if block.image is not None:
+                digest.update(hashlib.sha256(block.image).digest())
+        digest.update(b"\x1cocr" if self.needs_ocr else b"\x1ctext")
+        return digest.hexdigest()
+
+
+class Parser(ABC):
+    """One file format. Subclasses set `mime_types` and register with @register."""
+
+    mime_types: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def pages(self, path: Path) -> Iterator[ParsedPage]:
+        """Yield the file's pages in order; raise ParseError for a file it cannot read."""
+
+
+_REGISTRY: dict[str, type[Parser]] = {}
+
+
+def register(parser: type[Parser]) -> type[Parser]:
+    for mime in parser.mime_types:
+        _REGISTRY[mime] = parser
+    return parser
+
+
+def parser_for(mime: str) -> Parser:
+    from ingestion import parsers  # noqa: F401  (imports every format module, which registers it)
+
+    parser = _REGISTRY.get(mime)
+    if parser is None:
+        raise ParseError(f"Files of type {mime} cannot be indexed (supported: {', '.join(sorted(_REGISTRY))}).")
+    return parser()
+
+
+def supported_types() -> list[str]:
+    from ingestion import parsers  # noqa: F401
+
+    return sorted(_REGISTRY)
+
+
+Progress = Callable[[int], None]

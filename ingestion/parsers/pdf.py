@@ -1,0 +1,150 @@
+"""PDF with PyMuPDF: one page each, text blocks in reading order without the header and footer
+bands, headings from font size, tables as Markdown with their cells, embedded images with the
+text beside them as caption, a PNG render for citations, and every block's bbox."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, register
+
+RENDER_DPI = 110
+MIN_IMAGE_PX = 64  # smaller images are icons and rules, not content
+BAND = 0.06  # top and bottom share of the page where running headers and footers live
+HEADING_RATIO = 1.2  # a line this much larger than the body text is a heading
+MIN_TEXT_CHARS = 20  # fewer characters than this and the page is read by OCR instead
+
+
+@register
+class PdfParser(Parser):
+    mime_types = ("application/pdf",)
+
+    def pages(self, path: Path) -> Iterator[ParsedPage]:
+        import pymupdf
+
+        try:
+            document = pymupdf.open(path, filetype="pdf")
+        except Exception as exc:  # PyMuPDF raises several types for a damaged file
+            raise ParseError(f"The PDF cannot be opened: it is damaged or not really a PDF ({exc}).") from exc
+        with document:
+            if document.needs_pass:
+                raise ParseError("The PDF is password-protected: remove the password and upload it again.")
+            if document.page_count == 0:
+                raise ParseError("The PDF has no pages.")
+            for index in range(document.page_count):
+                try:
+                    page = document.load_page(index)
+                    yield _parse_page(page, index + 1)
+                except ParseError:
+                    raise
+                except Exception as exc:
+                    raise ParseError(f"Page {index + 1} of the PDF cannot be read: {exc}") from exc
+
+
+def _parse_page(page: Any, number: int) -> ParsedPage:
+    width, height = float(page.rect.width), float(page.rect.height)
+    tables = list(page.find_tables().tables)
+    table_boxes = [tuple(table.bbox) for table in tables]
+    raw = page.get_text("dict", sort=True)["blocks"]
+    texts = [b for b in raw if b.get("type") == 0 and not _inside_any(b["bbox"], table_boxes)]
+    texts = [b for b in texts if not _in_band(b, height) and _block_text(b)]
+    blocks = _text_blocks(texts) + [_table_block(table) for table in tables]
+    blocks += _image_blocks(page, [b for b in raw if b.get("type") == 1], texts)
+    blocks.sort(key=lambda block: (round((block.bbox or (0, 0, 0, 0))[1]), (block.bbox or (0, 0, 0, 0))[0]))
+    chars = sum(len(block.text) for block in blocks if block.kind in ("heading", "text", "table"))
+    images = [block for block in blocks if block.kind == "image"] or [b for b in raw if b.get("type") == 1]
+    return ParsedPage(
+        number=number,
+        kind="pdf_page",
+        blocks=tuple(blocks),
+        width=width,
+        height=height,
+        render=page.get_pixmap(dpi=RENDER_DPI).tobytes("png"),
+        needs_ocr=chars < MIN_TEXT_CHARS and bool(images),
+    )
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    lines = ["".join(span["text"] for span in line["spans"]).strip() for line in block.get("lines", [])]
+    return "\n".join(line for line in lines if line)
+
+
+def _size(block: dict[str, Any]) -> float:
+    spans = [span for line in block["lines"] for span in line["spans"] if span["text"].strip()]
+    chars = sum(len(span["text"]) for span in spans)
+    return sum(span["size"] * len(span["text"]) for span in spans) / chars if chars else 0.0
+
+
+def _text_blocks(raw: list[dict[str, Any]]) -> list[Block]:
+    sizes = [_size(b) for b in raw]
+    weights = [len(_block_text(b)) for b in raw]
+    body = statistics.median([s for s, w in zip(sizes, weights, strict=True) for _ in range(min(w, 200))] or [0])
+    heading_sizes = sorted(
+        {
+            round(s, 1)
+            for s, b in zip(sizes, raw, strict=True)
+            if body and s >= body * HEADING_RATIO and len(_block_text(b)) <= 200
+        },
+        reverse=True,
+    )
+    blocks = []
+    for block, size in zip(raw, sizes, strict=True):
+        text, bbox = _block_text(block), _bbox(block["bbox"])
+        if round(size, 1) in heading_sizes:
+            level = min(heading_sizes.index(round(size, 1)) + 1, 6)
+            blocks.append(Block("heading", " ".join(text.split("\n")), bbox=bbox, level=level))
+        else:
+            blocks.append(Block("text", text, bbox=bbox))
+    return blocks
+
+
+def _table_block(table: Any) -> Block:
+    rows = tuple(tuple((cell or "").strip() for cell in row) for row in table.extract())
+    return Block("table", table.to_markdown(clean=False).strip(), bbox=_bbox(table.bbox), cells=rows)
+
+
+def _image_blocks(page: Any, images: list[dict[str, Any]], texts: list[dict[str, Any]]) -> list[Block]:
+    import pymupdf
+
+    blocks = []
+    for image in images:
+        if min(image.get("width", 0), image.get("height", 0)) < MIN_IMAGE_PX:
+            continue
+        bbox = _bbox(image["bbox"])
+        try:
+            png = pymupdf.Pixmap(image["image"]).tobytes("png")
+        except Exception:  # an image stream PyMuPDF cannot decode alone: render its area instead
+            png = page.get_pixmap(clip=pymupdf.Rect(bbox), dpi=RENDER_DPI).tobytes("png")
+        blocks.append(Block("image", _caption(bbox, texts), bbox=bbox, image=png))
+    return blocks
+
+
+def _caption(bbox: BBox, texts: list[dict[str, Any]], reach: float = 60.0) -> str:
+    """The text right below the image, else right above it: where captions are."""
+    below = [b for b in texts if -2 <= b["bbox"][1] - bbox[3] < reach]
+    above = [b for b in texts if -2 <= bbox[1] - b["bbox"][3] < reach]
+    if below:
+        return _block_text(min(below, key=lambda b: b["bbox"][1]))[:300]
+    if above:
+        return _block_text(max(above, key=lambda b: b["bbox"][3]))[:300]
+    return ""
+
+
+def _in_band(block: dict[str, Any], height: float) -> bool:
+    _x0, y0, _x1, y1 = block["bbox"]
+    short = len(_block_text(block)) < 100
+    return short and (y1 <= height * BAND or y0 >= height * (1 - BAND))
+
+
+def _inside_any(bbox: Any, boxes: list[tuple[float, ...]]) -> bool:
+    x0, y0, x1, y1 = bbox
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    return any(bx0 <= cx <= bx1 and by0 <= cy <= by1 for bx0, by0, bx1, by1 in boxes)
+
+
+def _bbox(box: Any) -> BBox:
+    x0, y0, x1, y1 = (round(float(v), 1) for v in box)
+    return (x0, y0, x1, y1)

@@ -1,0 +1,68 @@
+"""A file's type from its content, not from its name (a `.txt` may be a PDF, a `.pdf` a zip)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from ingestion.encoding import decode_text
+from ingestion.parsers.base import ParseError
+
+PDF = "application/pdf"
+MARKDOWN = "text/markdown"
+TEXT = "text/plain"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+SIGNATURES = (
+    (b"%PDF-", PDF),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"II*\x00", "image/tiff"),
+    (b"MM\x00*", "image/tiff"),
+)
+MARKDOWN_NAMES = (".md", ".markdown", ".mdown")
+
+
+def sniff(path: Path, name: str = "") -> str:
+    """The MIME type of the file at `path`; `name` (as uploaded) only tells Markdown from text."""
+    with path.open("rb") as handle:
+        head = handle.read(8192)
+    if not head:
+        raise ParseError("The file is empty.")
+    for signature, mime in SIGNATURES:
+        if head.startswith(signature):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head[4:8] == b"ftyp":
+        return "video/mp4"
+    if head.startswith(b"\x1a\x45\xdf\xa3"):
+        return "video/webm"
+    if head.startswith(b"PK\x03\x04"):
+        return _office_type(path)
+    try:
+        decode_text(head if len(head) < 8192 else _whole_lines(head))
+    except ParseError:
+        return "application/octet-stream"
+    return MARKDOWN if name.lower().endswith(MARKDOWN_NAMES) else TEXT
+
+
+def _office_type(path: Path) -> str:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except zipfile.BadZipFile:
+        return "application/octet-stream"
+    if "word/document.xml" in names:
+        return DOCX
+    if "ppt/presentation.xml" in names:
+        return PPTX
+    return "application/zip"
+
+
+def _whole_lines(head: bytes) -> bytes:
+    # Do not judge a multi-byte character cut at the end of the sample.
+    cut = head.rfind(b"\n")
+    return head[: cut + 1] if cut > 0 else head

@@ -1,0 +1,56 @@
+"""Small real files for the ingestion tests, made with PyMuPDF and Pillow."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+CJK_FONTS = [
+    Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),
+    Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
+]
+
+
+def cjk_font() -> Path | None:
+    return next((font for font in CJK_FONTS if font.exists()), None)
+
+
+def png(width: int, height: int, colour: tuple[int, int, int] = (40, 120, 200)) -> bytes:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (width, height), colour)
+    ImageDraw.Draw(image).ellipse((width // 4, height // 4, width * 3 // 4, height * 3 // 4), fill=(250, 200, 0))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def handbook_pdf(path: Path) -> Path:
+    """Page 1: heading, body, a 3×2 table, an image with a caption, a running footer.
+    Page 2: a scanned-looking page (one full-page image, no text layer)."""
+    import pymupdf
+
+    font = cjk_font()
+    document = pymupdf.open()
+    page = document.new_page(width=595, height=842)
+    fontname, fontfile = ("cjk", str(font)) if font else ("helv", None)
+
+    def write(target: pymupdf.Page, at: tuple[float, float], text: str, size: float) -> None:
+        target.insert_text(at, text, fontsize=size, fontname=fontname, fontfile=fontfile)
+
+    write(page, (72, 90), "Travel policy 差旅政策", 22)
+    write(page, (72, 130), "Employees are reimbursed for transport and hotels.", 11)
+    write(page, (72, 146), "Hotels are capped by city tier, see the table.", 11)
+    rows = [["City", "Cap"], ["Beijing", "600"], ["Chengdu", "400"]]
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            rect = pymupdf.Rect(72 + c * 120, 180 + r * 22, 192 + c * 120, 202 + r * 22)
+            page.draw_rect(rect, color=(0, 0, 0), width=0.8)
+            write(page, (rect.x0 + 5, rect.y1 - 7), cell, 10)
+    page.insert_image(pymupdf.Rect(72, 300, 272, 420), stream=png(400, 240))
+    write(page, (72, 438), "Figure 1: the reimbursement flow.", 10)
+    write(page, (280, 820), "Company handbook - page 1", 8)
+    scan = document.new_page(width=595, height=842)
+    scan.insert_image(scan.rect, stream=png(600, 850, colour=(235, 235, 230)))
+    document.save(path)
+    return path

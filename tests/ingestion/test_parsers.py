@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import pytest
+
+from ingestion.parsers.base import ParseError, parser_for, supported_types
+from ingestion.sniff import sniff
+from tests.ingestion.files import handbook_pdf
+
+
+@pytest.fixture
+def handbook(tmp_path):
+    return handbook_pdf(tmp_path / "handbook.pdf")
+
+
+def test_it_reads_a_pdf_page_by_page_with_bboxes(handbook):
+    first, scan = list(parser_for(sniff(handbook)).pages(handbook))
+    kinds = [block.kind for block in first.blocks]
+    assert kinds == ["heading", "text", "table", "image", "text"]
+    heading, body, table, image, _caption = first.blocks
+    assert heading.text == "Travel policy 差旅政策"
+    assert heading.level == 1
+    assert body.text.startswith("Employees are reimbursed")
+    assert "city tier" in body.text
+    assert table.cells == (("City", "Cap"), ("Beijing", "600"), ("Chengdu", "400"))
+    assert "|Beijing|600|" in table.text.replace(" ", "")
+    assert image.text == "Figure 1: the reimbursement flow."  # the caption below it
+    assert image.image is not None
+    assert image.image.startswith(b"\x89PNG")
+    assert image.bbox is not None
+    x0, y0, x1, y1 = image.bbox
+    assert (x0, y0, x1, y1) == pytest.approx((72, 300, 272, 420), abs=1)
+    assert all(block.bbox for block in first.blocks)
+    assert "Company handbook - page 1" not in first.text  # the footer band is dropped
+    assert first.render is not None
+    assert first.render.startswith(b"\x89PNG")
+    assert (first.width, first.height, first.needs_ocr) == (595, 842, False)
+    assert scan.needs_ocr is True
+    assert scan.number == 2
+
+
+def test_it_changes_the_hash_only_when_content_changes(handbook, tmp_path):
+    again = handbook_pdf(tmp_path / "again.pdf")
+    first = [p.content_sha256 for p in parser_for("application/pdf").pages(handbook)]
+    second = [p.content_sha256 for p in parser_for("application/pdf").pages(again)]
+    assert first == second
+    assert first[0] != first[1]
+
+
+def test_it_refuses_encrypted_and_damaged_pdfs(handbook, tmp_path):
+    import pymupdf
+
+    locked = tmp_path / "locked.pdf"
+    with pymupdf.open(handbook) as document:
+        aes = pymupdf.PDF_ENCRYPT_AES_256  # type: ignore[attr-defined]
+        document.save(locked, encryption=aes, user_pw="secret", owner_pw="owner")
+    with pytest.raises(ParseError, match="password-protected"):
+        list(parser_for("application/pdf").pages(locked))
+    truncated = tmp_path / "truncated.pdf"
+    truncated.write_bytes(handbook.read_bytes()[:300])
+    with pytest.raises(ParseError, match="PDF"):
+        list(parser_for("application/pdf").pages(truncated))
+
+
+def test_it_splits_markdown_into_sections_with_heading_paths(tmp_path):
+    path = tmp_path / "guide.md"
+    path.write_text(
+        "Intro line.\n\n# 报销指南\n\n总则段落。\n\n## 住宿\n\n一线城市每晚 600 元。\n\n```\n# not a heading\n```\n\n"
+        "## Meals\n\nUp to 100 a day.\n\n# Appendix\n\nSee HR.\n",
+        encoding="utf-8",
+    )
+    pages = list(parser_for(sniff(path, "guide.md")).pages(path))
+    assert [p.heading_path for p in pages] == [
+        (),
+        ("报销指南",),
+        ("报销指南", "住宿"),
+        ("报销指南", "Meals"),
+        ("Appendix",),
+    ]
+    assert "# not a heading" in pages[2].text
+    assert [p.number for p in pages] == [1, 2, 3, 4, 5]
+    assert all(p.kind == "section" for p in pages)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "gbk", "gb18030"])
+def test_it_reads_text_in_any_common_encoding(tmp_path, encoding):
+    path = tmp_path / "notes.txt"
+    path.write_bytes("差旅报销须在十五个工作日内提交。\n\nClaims are due in 15 days.\n".encode(encoding))
+    assert sniff(path, "notes.txt") == "text/plain"
+    (page,) = parser_for("text/plain").pages(path)
+    assert page.text == "差旅报销须在十五个工作日内提交。\n\nClaims are due in 15 days."
+
+
+def test_it_sniffs_the_type_from_content_not_the_name(tmp_path, handbook):
+    disguised = tmp_path / "report.txt"
+    disguised.write_bytes(handbook.read_bytes())
+    assert sniff(disguised, "report.txt") == "application/pdf"
+    binary = tmp_path / "data.txt"
+    binary.write_bytes(bytes(range(256)) * 8)
+    assert sniff(binary, "data.txt") == "application/octet-stream"
+    with pytest.raises(ParseError, match="cannot be indexed"):
+        parser_for("application/octet-stream")
+    empty = tmp_path / "empty.md"
+    empty.write_bytes(b"")
+    with pytest.raises(ParseError, match="empty"):
+        sniff(empty, "empty.md")
+    assert {"application/pdf", "text/markdown", "text/plain"} <= set(supported_types())
