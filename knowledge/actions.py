@@ -6,15 +6,20 @@ Views, serializers, admin and API call these and never repeat their rules.
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from knowledge.models import ApiToken, Collection, Membership, Role, Team
+from ingestion.models import IngestionRun
+from knowledge.models import ApiToken, Collection, Document, Membership, Role, Team
 from knowledge.models.tokens import hash_key, new_key
 
 if TYPE_CHECKING:
@@ -138,3 +143,59 @@ def _clean_name(name: str) -> str:
     if len(name) > 100:
         raise ValidationError(_("Names can be at most 100 characters long."))
     return name
+
+
+# Documents
+
+
+def clean_document_path(name: str) -> str:
+    """A display path safe to store: no control characters, no `..` or absolute parts,
+    each part at most 200 characters. Unicode names are kept as they are."""
+    name = "".join(char for char in name if char.isprintable() or char == "/").replace("\\", "/")
+    parts = [part.strip() for part in name.split("/") if part.strip() not in ("", ".", "..")]
+    parts = [part[:200] for part in parts]
+    if not parts:
+        raise ValidationError(_("The file needs a name."))
+    return "/".join(parts)[:1024]
+
+
+def do_add_document(collection: Collection, name: str, data: bytes) -> tuple[Document, IngestionRun | None]:
+    """Store a file as a document of the collection (replacing one at the same path) and queue
+    its ingestion; an identical file at the same path changes nothing and queues no run."""
+    from django.conf import settings
+
+    from ingestion.parsers.base import ParseError, parser_for
+    from ingestion.sniff import sniff
+
+    rel_path = clean_document_path(name)
+    limit = settings.MAX_UPLOAD_MB * 1024 * 1024
+    if len(data) > limit:
+        raise ValidationError(
+            _("“%(name)s” is larger than the %(limit)s MB upload limit.")
+            % {"name": rel_path, "limit": settings.MAX_UPLOAD_MB}
+        )
+    sha256 = hashlib.sha256(data).hexdigest()
+    existing = Document.objects.filter(collection=collection, rel_path=rel_path).first()
+    if existing is not None and existing.sha256 == sha256 and existing.status != Document.Status.FAILED:
+        return existing, None
+    with tempfile.NamedTemporaryFile() as probe:
+        probe.write(data)
+        probe.flush()
+        try:
+            mime = sniff(Path(probe.name), rel_path)
+            parser_for(mime)
+        except ParseError as exc:
+            raise ValidationError(f"{rel_path}: {exc}") from None
+    with transaction.atomic():
+        document = existing or Document(collection=collection, rel_path=rel_path)
+        document.name, document.sha256, document.size, document.mime = (
+            rel_path.rsplit("/", 1)[-1],
+            sha256,
+            len(data),
+            mime,
+        )
+        document.status, document.error = Document.Status.PENDING, ""
+        document.file.save(rel_path.rsplit("/", 1)[-1], ContentFile(data), save=False)
+        document.save()
+        run = IngestionRun.objects.create(collection=collection, document=document, kind=IngestionRun.Kind.INGEST)
+    return document, run

@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from knowledge import actions
-from knowledge.models import ApiToken, Collection, Membership, Team
+from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Team
 
 
 class VisibleOnlyAdmin(admin.ModelAdmin):
@@ -89,3 +89,42 @@ class ApiTokenAdmin(VisibleOnlyAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         for token in queryset:
             actions.do_revoke_token(token)
+
+
+class InCollectionAdmin(VisibleOnlyAdmin):
+    """Rows that belong to a collection: visible when the collection is."""
+
+    def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
+        return queryset.filter(collection__in=Collection.objects.visible_to(request.user).values("pk"))
+
+
+@admin.register(Document)
+class DocumentAdmin(InCollectionAdmin):
+    list_display = ["name", "collection", "mime", "status", "page_count", "size", "updated_at"]
+    list_filter = ["status", "mime"]
+    search_fields = ["name", "rel_path", "sha256"]
+    list_select_related = ["collection"]
+    readonly_fields = ["collection", "rel_path", "file", "sha256", "size", "mime", "status", "error", "page_count"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # documents arrive by upload or folder sync, which parse and index them
+
+
+@admin.register(IndexVersion)
+class IndexVersionAdmin(InCollectionAdmin):
+    list_display = ["collection", "number", "status", "embedder_id", "dims", "created_at", "activated_at"]
+    list_filter = ["status"]
+    readonly_fields = [
+        "collection",
+        "number",
+        "embedder_id",
+        "dims",
+        "config",
+        "config_hash",
+        "status",
+        "built_at",
+        "activated_at",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

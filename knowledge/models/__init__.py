@@ -1,5 +1,21 @@
 from knowledge.models.collections import Collection, CollectionQuerySet
+from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page
+from knowledge.models.index_versions import IndexVersion
 from knowledge.models.teams import Membership, Role, Team, TeamQuerySet
 from knowledge.models.tokens import ApiToken
 
-__all__ = ["ApiToken", "Collection", "CollectionQuerySet", "Membership", "Role", "Team", "TeamQuerySet"]
+__all__ = [
+    "ApiToken",
+    "Chunk",
+    "Collection",
+    "CollectionQuerySet",
+    "Document",
+    "IndexVersion",
+    "IndexedDocument",
+    "IndexedPage",
+    "Membership",
+    "Page",
+    "Role",
+    "Team",
+    "TeamQuerySet",
+]

@@ -56,8 +56,17 @@ class Collection(models.Model):
         related_name="collections",
         verbose_name=_("owner (team)"),
     )
-    # Per-collection options (chunking, source weights, page summaries) filled by later features.
+    # Per-collection options: chunking ({"chunk_size", "chunk_overlap"}), later source weights, summaries.
     settings = models.JSONField(_("settings"), default=dict, blank=True)
+    # The index version that answers queries; switching it is the atomic "flip".
+    active_version = models.ForeignKey(
+        "knowledge.IndexVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("active index version"),
+    )
     created_by = models.ForeignKey(
         conf.AUTH_USER_MODEL,
         null=True,

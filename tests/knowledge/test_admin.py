@@ -45,5 +45,8 @@ def test_it_shows_superusers_everything(admin_client, private_collection, team_c
         "/admin/knowledge/team/",
         "/admin/knowledge/membership/",
         "/admin/knowledge/apitoken/",
+        "/admin/knowledge/document/",
+        "/admin/knowledge/indexversion/",
+        "/admin/ingestion/ingestionrun/",
     ):
         assert admin_client.get(path).status_code == 200

@@ -1,0 +1,307 @@
+"""Ingesting one document into its collection's index versions, page by page, redoing only
+what changed. No Celery here: tasks.py wraps these functions, and tests call them directly.
+
+A page is valid in a version when its IndexedPage row matches its content hash and all its
+chunks exist there with the version's dims; anything else is deleted and redone. A document
+is searchable in a version only once every page is valid (IndexedDocument).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.core.files.base import ContentFile
+from django.db import connection, transaction
+from django.db.models import F, Func, IntegerField, Max, Q
+from django.utils import timezone
+
+from assistant.providers.base import ProviderError, TextEmbedder, check_dims
+from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
+from ingestion.models import IngestionRun
+from ingestion.parsers.base import ParsedPage, ParseError, parser_for
+from ingestion.terms import terms
+from knowledge.events import send_collection_event_on_commit
+from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage, IndexVersion, Page
+
+log = logging.getLogger(__name__)
+PARSER_VERSION = 1  # bump when parsing changes what pages contain: a new index version follows
+
+
+class CancelledError(Exception):
+    """The run's cancel_requested was set; stop between pages."""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    pages: int
+    pages_indexed: int
+    pages_kept: int
+    chunks_written: int
+
+    def as_counts(self) -> dict[str, int]:
+        return {
+            "pages": self.pages,
+            "pages_indexed": self.pages_indexed,
+            "pages_kept": self.pages_kept,
+            "chunks_written": self.chunks_written,
+        }
+
+
+def chunk_settings(collection: Collection) -> ChunkSettings:
+    options = collection.settings or {}
+    return ChunkSettings(size=int(options.get("chunk_size", 400)), overlap=int(options.get("chunk_overlap", 50)))
+
+
+def version_config(collection: Collection) -> dict[str, object]:
+    chunks = chunk_settings(collection)
+    return {"chunk_size": chunks.size, "chunk_overlap": chunks.overlap, "parser_version": PARSER_VERSION}
+
+
+def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> IndexVersion:
+    """The collection's active version, creating the first one when it has none."""
+    if collection.active_version_id is not None:
+        return IndexVersion.objects.get(pk=collection.active_version_id)
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        if locked.active_version_id is not None:
+            return IndexVersion.objects.get(pk=locked.active_version_id)
+        version = create_version(locked, embedder, status=IndexVersion.Status.ACTIVE)
+        locked.active_version = version
+        locked.save(update_fields=["active_version"])
+    collection.active_version = version
+    return version
+
+
+def create_version(collection: Collection, embedder: TextEmbedder, status: str) -> IndexVersion:
+    config = version_config(collection)
+    last = IndexVersion.objects.filter(collection=collection).aggregate(n=Max("number"))["n"] or 0
+    version = IndexVersion.objects.create(
+        collection=collection,
+        number=last + 1,
+        embedder_id=embedder.model_id,
+        dims=embedder.dims,
+        config=config,
+        config_hash=hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest(),
+        status=status,
+        activated_at=timezone.now() if status == IndexVersion.Status.ACTIVE else None,
+    )
+    _create_vector_index(version)
+    return version
+
+
+def _create_vector_index(version: IndexVersion) -> None:
+    # pgvector indexes need a fixed size: one partial HNSW index per version, on the cast column.
+    # Identifiers come from integers we own, not from input.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS chunk_hnsw_v{int(version.pk)} ON knowledge_chunk "
+            f"USING hnsw ((embedding::vector({int(version.dims)})) vector_cosine_ops) "
+            f"WHERE index_version_id = {int(version.pk)}"
+        )
+
+
+def target_versions(collection: Collection) -> list[IndexVersion]:
+    """Where new content goes: the active version, and any version being built."""
+    return list(
+        IndexVersion.objects.filter(
+            Q(pk=collection.active_version_id) | Q(collection=collection, status=IndexVersion.Status.BUILDING)
+        ).order_by("number")
+    )
+
+
+def claim(run: IngestionRun) -> bool:
+    """Take a queued run; False when another worker already has it (healthchecks' sendalerts)."""
+    updated = IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
+        status=IngestionRun.Status.RUNNING, started_at=timezone.now()
+    )
+    if updated == 1:
+        run.refresh_from_db()
+    return updated == 1
+
+
+def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult | None:
+    """Run a claimed ingest run to its end and record the outcome on it."""
+    document = run.document
+    assert document is not None
+    try:
+        result = _ingest(run, document, embedder)
+    except CancelledError:
+        _finish(run, IngestionRun.Status.CANCELLED, error="Cancelled before the end; run it again to finish.")
+        return None
+    except (ParseError, ProviderError) as exc:
+        _fail(run, document, str(exc))
+        if isinstance(exc, ProviderError) and exc.retryable:
+            raise  # the task retries with backoff
+        return None
+    except Exception as exc:
+        _fail(run, document, f"Unexpected error while indexing: {exc}", traceback.format_exc())
+        raise
+    _finish(run, IngestionRun.Status.SUCCEEDED, counts=result.as_counts())
+    return result
+
+
+def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> IngestResult:
+    collection = document.collection
+    ensure_active_version(collection, embedder)
+    versions = target_versions(collection)
+    for version in versions:
+        check_dims(embedder, version.dims, role="embedding", provider=embedder.model_id.split(":")[0])
+    done = set(
+        IndexedDocument.objects.filter(
+            document=document, sha256=document.sha256, index_version__in=versions
+        ).values_list("index_version_id", flat=True)
+    )
+    if done == {v.pk for v in versions}:
+        pages = document.pages.count()
+        return IngestResult(pages=pages, pages_indexed=0, pages_kept=pages, chunks_written=0)
+    parser = parser_for(document.mime)
+    # Changed content: unsearchable until every page is valid again.
+    IndexedDocument.objects.filter(document=document, index_version__in=versions).delete()
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
+    settings = chunk_settings(collection)
+    numbers: list[int] = []
+    indexed = kept = written = 0
+    for parsed in parser.pages(Path(document.file.path)):
+        if IngestionRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
+            raise CancelledError
+        page = _save_page(document, parsed)
+        numbers.append(parsed.number)
+        for version in versions:
+            if _page_valid(page, version):
+                kept += 1
+                continue
+            written += _index_page(page, parsed, version, embedder, settings)
+            indexed += 1
+        _progress(run, len(numbers))
+    _finish_document(document, versions, numbers)
+    return IngestResult(pages=len(numbers), pages_indexed=indexed, pages_kept=kept, chunks_written=written)
+
+
+def _save_page(document: Document, parsed: ParsedPage) -> Page:
+    page, created = Page.objects.get_or_create(
+        document=document,
+        number=parsed.number,
+        defaults={"kind": parsed.kind, "content_sha256": parsed.content_sha256},
+    )
+    if created or page.content_sha256 != parsed.content_sha256 or (parsed.render and not page.render):
+        page.kind, page.content_sha256 = parsed.kind, parsed.content_sha256
+        page.heading_path, page.text = list(parsed.heading_path), parsed.text
+        page.width, page.height, page.needs_ocr = parsed.width, parsed.height, parsed.needs_ocr
+        old = page.render.name if page.render else None
+        if parsed.render:
+            page.render.save(f"{parsed.number}.png", ContentFile(parsed.render), save=False)
+        page.save()
+        if old and old != page.render.name:
+            page.render.storage.delete(old)
+    return page
+
+
+def _page_valid(page: Page, version: IndexVersion) -> bool:
+    record = IndexedPage.objects.filter(index_version=version, page=page).first()
+    if record is None or record.content_sha256 != page.content_sha256:
+        return False
+    chunks = Chunk.objects.filter(index_version=version, page=page)
+    broken = chunks.annotate(dims=Func(F("embedding"), function="vector_dims", output_field=IntegerField())).filter(
+        Q(embedding__isnull=True) | ~Q(dims=version.dims) | ~Q(location__has_key="page")
+    )
+    return chunks.count() == record.chunk_count and not broken.exists()
+
+
+def _index_page(
+    page: Page, parsed: ParsedPage, version: IndexVersion, embedder: TextEmbedder, settings: ChunkSettings
+) -> int:
+    drafts = chunk_page(parsed, settings)
+    vectors = embedder.embed_documents([_embedding_text(d) for d in drafts]) if drafts else []
+    rows = []
+    for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
+        counts = terms(draft.text + " " + " ".join(draft.heading_path))
+        rows.append(
+            Chunk(
+                index_version=version,
+                document_id=page.document_id,
+                page=page,
+                ordinal=ordinal,
+                kind=draft.kind,
+                text=draft.text,
+                location=draft.location,
+                terms=dict(counts),
+                length=sum(counts.values()),
+                embedding=vector,
+                content_sha256=draft.content_sha256,
+            )
+        )
+    with transaction.atomic():
+        Chunk.objects.filter(index_version=version, page=page).delete()
+        IndexedPage.objects.filter(index_version=version, page=page).delete()
+        Chunk.objects.bulk_create(rows)
+        IndexedPage.objects.create(
+            index_version=version, page=page, content_sha256=page.content_sha256, chunk_count=len(rows)
+        )
+    return len(rows)
+
+
+def _embedding_text(draft: ChunkDraft) -> str:
+    # The headings above a chunk say what it is about; they embed with it.
+    return " > ".join(draft.heading_path) + "\n" + draft.text if draft.heading_path else draft.text
+
+
+def _finish_document(document: Document, versions: list[IndexVersion], numbers: list[int]) -> None:
+    with transaction.atomic():
+        Page.objects.filter(document=document).exclude(number__in=numbers).delete()  # the file got shorter
+        for version in versions:
+            IndexedDocument.objects.update_or_create(
+                index_version=version, document=document, defaults={"sha256": document.sha256}
+            )
+        Document.objects.filter(pk=document.pk).update(
+            status=Document.Status.READY, error="", page_count=len(numbers), updated_at=timezone.now()
+        )
+        send_collection_event_on_commit(
+            document.collection_id,
+            {
+                "type": "document.ready",
+                "document": document.pk,
+                "pages": len(numbers),
+            },
+        )
+
+
+def _progress(run: IngestionRun, pages: int) -> None:
+    IngestionRun.objects.filter(pk=run.pk).update(progress=pages)
+    if run.document_id is not None:
+        send_collection_event_on_commit(
+            run.collection_id,
+            {
+                "type": "document.progress",
+                "document": run.document_id,
+                "run": run.pk,
+                "pages_done": pages,
+            },
+        )
+
+
+def _fail(run: IngestionRun, document: Document, message: str, trace: str = "") -> None:
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=message)
+    _finish(run, IngestionRun.Status.FAILED, error=message, trace=trace)
+    send_collection_event_on_commit(
+        run.collection_id,
+        {
+            "type": "document.failed",
+            "document": document.pk,
+            "run": run.pk,
+            "error": message,
+        },
+    )
+
+
+def _finish(
+    run: IngestionRun, status: str, *, error: str = "", trace: str = "", counts: dict[str, int] | None = None
+) -> None:
+    IngestionRun.objects.filter(pk=run.pk).update(
+        status=status, error=error, traceback=trace, counts=counts or {}, finished_at=timezone.now()
+    )
+    run.refresh_from_db()

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class IndexVersion(models.Model):
+    """One build of a collection's index: which embedder (and dims) and which chunker and
+    parser settings made its chunks. A new version builds while the active one serves; the
+    flip is one UPDATE of Collection.active_version."""
+
+    class Status(models.TextChoices):
+        BUILDING = "building", _("Building")
+        ACTIVE = "active", _("Active")
+        RETIRED = "retired", _("Retired")
+        FAILED = "failed", _("Failed")
+
+    collection = models.ForeignKey(
+        "knowledge.Collection", on_delete=models.CASCADE, related_name="index_versions", verbose_name=_("collection")
+    )
+    number = models.PositiveIntegerField(_("number"))
+    embedder_id = models.CharField(_("embedder"), max_length=200)
+    dims = models.PositiveIntegerField(_("dimensions"))
+    config = models.JSONField(_("chunker and parser settings"), default=dict)
+    config_hash = models.CharField(max_length=64)
+    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.BUILDING)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    built_at = models.DateTimeField(_("built"), null=True, blank=True)
+    activated_at = models.DateTimeField(_("activated"), null=True, blank=True)
+
+    class Meta:
+        ordering = ["collection", "-number"]
+        constraints = [models.UniqueConstraint(fields=["collection", "number"], name="index_version_unique_number")]
+        verbose_name = _("index version")
+        verbose_name_plural = _("index versions")
+
+    def __str__(self) -> str:
+        return f"{self.collection} v{self.number} ({self.status})"

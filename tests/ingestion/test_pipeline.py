@@ -1,0 +1,209 @@
+"""The pipeline on real PostgreSQL + pgvector with the local embedder: pages, chunks and
+locations; identical files do no work; one changed page is the only one re-embedded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.db import connection
+
+from assistant.providers import registry
+from ingestion.models import IngestionRun
+from ingestion.pipeline import claim, ingest_document
+from knowledge import actions
+from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage
+from tests.ingestion.files import handbook_pdf
+
+
+class CountingEmbedder:
+    """The real local embedder, counting the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = registry.text_embedder()
+        self.model_id = self.inner.model_id
+        self.texts = 0
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def add(collection: Collection, name: str, data: bytes) -> tuple[Document, IngestionRun]:
+    document, run = actions.do_add_document(collection, name, data)
+    assert run is not None
+    return document, run
+
+
+def run_it(run: IngestionRun, embedder: CountingEmbedder):
+    assert claim(run)
+    return ingest_document(run, embedder)
+
+
+def ten_pages(path, changed: int | None = None):
+    import pymupdf
+
+    document = pymupdf.open()
+    for number in range(1, 11):
+        page = document.new_page()
+        text = (
+            f"Section {number}. "
+            + ("Revised wording of this page. " if number == changed else "")
+            + f"Policy paragraph number {number} explains travel rules for case {number}. " * 4
+        )
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 700), text, fontsize=11)
+    document.save(path)
+    return path
+
+
+def test_it_indexes_a_pdf_page_by_page(db, private_collection, embedder, tmp_path):
+    data = handbook_pdf(tmp_path / "h.pdf").read_bytes()
+    document, run = add(private_collection, "手册/handbook.pdf", data)
+    result = run_it(run, embedder)
+    assert result is not None
+    assert result.pages == 2
+    assert result.pages_indexed == 2
+    document.refresh_from_db()
+    assert (document.status, document.page_count, document.name, document.mime) == (
+        "ready",
+        2,
+        "handbook.pdf",
+        "application/pdf",
+    )
+    private_collection.refresh_from_db()
+    version = private_collection.active_version
+    assert version is not None
+    assert version.dims == 384
+    with connection.cursor() as cursor:  # its own partial HNSW index, on the cast embedding
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [f"chunk_hnsw_v{version.pk}"])
+        (definition,) = cursor.fetchone()
+    assert "hnsw" in definition
+    assert "vector(384)" in definition
+    assert f"index_version_id = {version.pk}" in definition
+    chunks = list(Chunk.objects.filter(index_version=version, document=document).order_by("page__number", "ordinal"))
+    assert [c.kind for c in chunks] == ["text", "table", "image", "text"]
+    assert all(c.location["page"] == 1 and c.location["bbox"] for c in chunks)
+    assert chunks[0].location["heading_path"] == ["Travel policy 差旅政策"]
+    assert len(chunks[0].embedding) == 384
+    assert chunks[0].terms["reimbursed"] == 1
+    assert IndexedDocument.objects.filter(document=document, index_version=version, sha256=document.sha256).exists()
+    pages = list(document.pages.order_by("number"))
+    assert pages[0].render.read().startswith(b"\x89PNG")
+    assert pages[1].needs_ocr
+    run.refresh_from_db()
+    assert (run.status, run.progress, run.counts["chunks_written"]) == ("succeeded", 2, 4)
+
+
+def test_it_does_no_work_for_an_identical_file(db, private_collection, embedder, tmp_path):
+    data = handbook_pdf(tmp_path / "h.pdf").read_bytes()
+    _document, run = add(private_collection, "handbook.pdf", data)
+    run_it(run, embedder)
+    before = embedder.texts
+    _again_document, again_run = actions.do_add_document(private_collection, "handbook.pdf", data)
+    assert again_run is None
+    assert embedder.texts == before
+
+
+def test_it_re_embeds_only_the_changed_page(db, private_collection, embedder, tmp_path):
+    _document, run = add(private_collection, "rules.pdf", ten_pages(tmp_path / "a.pdf").read_bytes())
+    run_it(run, embedder)
+    ids_before = dict(Chunk.objects.values_list("page__number", "id"))
+    texts_before = embedder.texts
+    document, run = add(private_collection, "rules.pdf", ten_pages(tmp_path / "b.pdf", changed=7).read_bytes())
+    result = run_it(run, embedder)
+    assert result is not None
+    assert (result.pages_indexed, result.pages_kept) == (1, 9)
+    page7 = Chunk.objects.filter(document=document, page__number=7)
+    assert embedder.texts - texts_before == page7.count()
+    ids_after = dict(Chunk.objects.values_list("page__number", "id"))
+    assert {n: i for n, i in ids_after.items() if n != 7} == {n: i for n, i in ids_before.items() if n != 7}
+    assert "Revised wording" in " ".join(chunk.text for chunk in page7)
+
+
+def test_it_redoes_a_page_whose_chunks_are_incomplete(db, private_collection, embedder, tmp_path):
+    document, run = add(private_collection, "rules.pdf", ten_pages(tmp_path / "a.pdf").read_bytes())
+    run_it(run, embedder)
+    Chunk.objects.filter(document=document, page__number=3).delete()  # as a crash mid-page would leave it
+    IndexedDocument.objects.filter(document=document).delete()
+    rerun = IngestionRun.objects.create(collection=private_collection, document=document)
+    result = run_it(rerun, embedder)
+    assert result is not None
+    assert (result.pages_indexed, result.pages_kept) == (1, 9)
+    assert IndexedPage.objects.filter(page__document=document).count() == 10
+
+
+def test_it_fails_a_broken_file_readably_and_keeps_the_others(db, private_collection, embedder, tmp_path):
+    good, good_run = add(private_collection, "notes.md", "# 标题\n\n正文。".encode())
+    run_it(good_run, embedder)
+    broken = handbook_pdf(tmp_path / "h.pdf").read_bytes()[:400] + b"garbage"
+    document, run = add(private_collection, "broken.pdf", broken)
+    assert run_it(run, embedder) is None
+    run.refresh_from_db()
+    document.refresh_from_db()
+    assert run.status == "failed"
+    assert "PDF" in run.error
+    assert document.status == "failed"
+    assert document.error == run.error
+    assert Document.objects.get(pk=good.pk).status == "ready"
+
+
+def test_it_stops_when_cancelled(db, private_collection, embedder, tmp_path):
+    _document, run = add(private_collection, "rules.pdf", ten_pages(tmp_path / "a.pdf").read_bytes())
+    IngestionRun.objects.filter(pk=run.pk).update(cancel_requested=True)
+    assert run_it(run, embedder) is None
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert run.progress == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("empty.txt", b"", "empty"),
+        ("blob.txt", bytes(range(256)) * 4, "cannot be indexed"),
+        ("../../etc/passwd\x00.md", b"# ok", None),
+    ],
+)
+def test_it_refuses_bad_uploads_before_storing_them(db, private_collection, name, data, message):
+    if message is None:
+        document, _run = actions.do_add_document(private_collection, name, data)
+        assert document.rel_path == "etc/passwd.md"
+        assert ".." not in document.file.name
+        return
+    with pytest.raises(ValidationError, match=message):
+        actions.do_add_document(private_collection, name, data)
+    assert not Document.objects.exists()
+
+
+def test_it_hides_documents_and_runs_of_other_collections_in_the_admin(client, db, private_collection, tmp_path):
+    from django.contrib.auth.models import Permission
+
+    from tests.conftest import make_user
+
+    add(private_collection, "notes.md", "# 标题\n\n正文。".encode())
+    staff = make_user("sam", is_staff=True)
+    staff.user_permissions.set(Permission.objects.filter(codename__in=["view_document", "view_ingestionrun"]))
+    client.force_login(staff)
+    document = Document.objects.get()
+    assert client.get(f"/admin/knowledge/document/{document.pk}/change/").status_code == 404
+    assert "notes.md" not in client.get("/admin/knowledge/document/").content.decode()
+    run = IngestionRun.objects.get()
+    assert client.get(f"/admin/ingestion/ingestionrun/{run.pk}/change/").status_code == 404
