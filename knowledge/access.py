@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils.translation import gettext as _
 
-from knowledge.models import Collection, Membership, Role, Team
+from knowledge.models import Collection, Document, Membership, Page, Role, Team
 
 if TYPE_CHECKING:
     from portal.typing import AnyUser
@@ -29,6 +29,23 @@ def access_collection(
     if write and not Collection.objects.editable_by(user).filter(pk=collection.pk).exists():
         raise PermissionDenied(_("You can read this collection but not change it."))
     return collection
+
+
+def access_document(user: AnyUser, document_id: int | str, *, write: bool = False) -> Document:
+    """The document, if `user` may see its collection; `write` (delete, re-run) needs editor."""
+    visible = Collection.objects.visible_to(user).values("pk")
+    document: Document = _get_or_404(
+        Document.objects.filter(collection__in=visible).select_related("collection"), document_id
+    )
+    if write:
+        access_collection(user, document.collection_id, write=True)
+    return document
+
+
+def access_page(user: AnyUser, page_id: int | str) -> Page:
+    visible = Collection.objects.visible_to(user).values("pk")
+    page: Page = _get_or_404(Page.objects.filter(document__collection__in=visible).select_related("document"), page_id)
+    return page
 
 
 def access_team(user: AnyUser, team_id: int | str, *, manage: bool = False) -> Team:

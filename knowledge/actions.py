@@ -198,4 +198,25 @@ def do_add_document(collection: Collection, name: str, data: bytes) -> tuple[Doc
         document.file.save(rel_path.rsplit("/", 1)[-1], ContentFile(data), save=False)
         document.save()
         run = IngestionRun.objects.create(collection=collection, document=document, kind=IngestionRun.Kind.INGEST)
+        enqueue_run(run)
     return document, run
+
+
+def enqueue_run(run: IngestionRun) -> None:
+    """Queue the run's task once the transaction that created it commits."""
+    from ingestion.tasks import ingest_document
+
+    transaction.on_commit(lambda: ingest_document.delay(run.pk))
+
+
+def do_delete_document(document: Document) -> None:
+    """The document, its pages, chunks and files; queued runs for it go with it."""
+    files = [document.file.name, *(name for name in document.pages.values_list("render", flat=True) if name)]
+    storage = document.file.storage
+    collection_id, pk = document.collection_id, document.pk
+    with transaction.atomic():
+        document.delete()
+        transaction.on_commit(lambda: [storage.delete(name) for name in files if name])
+    from knowledge.events import send_collection_event_on_commit
+
+    send_collection_event_on_commit(collection_id, {"type": "document.deleted", "document": pk})

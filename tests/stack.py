@@ -45,6 +45,7 @@ def child_env(**extra: str) -> dict[str, str]:
         "DATABASE_URL": test_database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "PORTAL_VAR_DIR": str(settings.VAR_DIR),
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),  # the test's own, so children see its files
         "PYTHONUNBUFFERED": "1",
         # No connection outlives a request, so the test database can be dropped at the end.
         "DB_CONN_MAX_AGE": "0",

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.files.base import ContentFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from knowledge import actions
+from knowledge.models import Page
 from portal.routing import websocket_urlpatterns
 
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
@@ -42,6 +44,11 @@ API: dict[str, dict[str, str]] = {
     "token-detail": {"pk": "token"},
     "team-member-list": {"team_pk": "team"},
     "team-member-detail": {"team_pk": "team", "pk": "membership"},
+    "collection-documents": {"collection_id": "private"},
+    "document-detail": {"pk": "document"},
+    "document-pages": {"pk": "document"},
+    "document-original": {"pk": "document"},
+    "page-render": {"pk": "page"},
 }
 WEBSOCKETS = {"ws/collections/<int:collection_id>/"}  # tests/portal/test_stack.py: 4401 / 4404
 SECRETS = ["Alice&#x27;s notes", "Alice's notes", "Team handbook", "alice@example.com", "Research"]
@@ -68,10 +75,22 @@ def test_it_has_every_route_classified():
     assert {str(p.pattern) for p in websocket_urlpatterns} == WEBSOCKETS
 
 
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
 @pytest.fixture
 def objects(alice, bob, team, private_collection, team_collection) -> dict[str, int]:
     token, _key = actions.do_create_token(alice, "alice's integration")
+    document, _run = actions.do_add_document(private_collection, "Alice's notes.md", b"# Alice's notes\n\nsecret")
+    page = Page.objects.create(
+        document=document, number=1, kind="section", content_sha256="0" * 64, text="Alice's notes"
+    )
+    page.render.save("1.png", ContentFile(b"\x89PNG alice"))
     return {
+        "document": document.pk,
+        "page": page.pk,
         "private": private_collection.pk,
         "team_collection": team_collection.pk,
         "team": team.pk,
@@ -117,3 +136,4 @@ def test_it_gives_charlie_404_or_nothing_of_alices(client, charlie, objects, nam
         assert not any(secret in body for secret in SECRETS), (method, url)
     assert actions.Collection.objects.filter(pk=objects["private"]).exists()
     assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
+    assert actions.Document.objects.filter(pk=objects["document"]).exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from knowledge.models import ApiToken, Collection, Membership, Role, Team
+from knowledge.models import ApiToken, Collection, Document, Membership, Page, Role, Team
 
 
 class TeamSerializer(serializers.ModelSerializer[Team]):
@@ -78,3 +78,35 @@ class NewApiTokenSerializer(ApiTokenSerializer):
 
     class Meta(ApiTokenSerializer.Meta):
         fields = [*ApiTokenSerializer.Meta.fields, "key"]
+
+
+class DocumentSerializer(serializers.ModelSerializer[Document]):
+    class Meta:
+        model = Document
+        fields = [
+            "id",
+            "collection",
+            "name",
+            "rel_path",
+            "mime",
+            "size",
+            "sha256",
+            "status",
+            "error",
+            "page_count",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class PageSerializer(serializers.ModelSerializer[Page]):
+    render_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Page
+        fields = ["id", "number", "kind", "heading_path", "width", "height", "needs_ocr", "text", "render_url"]
+        read_only_fields = fields
+
+    def get_render_url(self, page: Page) -> str | None:
+        return f"/api/pages/{page.pk}/render/" if page.render else None

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from knowledge.api import views
+from knowledge.api import documents, views
 
 router = DefaultRouter()
 router.register("teams", views.TeamViewSet, basename="team")
@@ -9,4 +9,15 @@ router.register(r"teams/(?P<team_pk>[0-9]+)/members", views.MembershipViewSet, b
 router.register("collections", views.CollectionViewSet, basename="collection")
 router.register("tokens", views.ApiTokenViewSet, basename="token")
 
-urlpatterns = [path("", include(router.urls))]
+urlpatterns = [
+    path(
+        "collections/<int:collection_id>/documents/",
+        documents.CollectionDocumentsView.as_view(),
+        name="collection-documents",
+    ),
+    path("documents/<int:pk>/", documents.DocumentView.as_view(), name="document-detail"),
+    path("documents/<int:pk>/pages/", documents.DocumentPagesView.as_view(), name="document-pages"),
+    path("documents/<int:pk>/original/", documents.DocumentOriginalView.as_view(), name="document-original"),
+    path("pages/<int:pk>/render/", documents.PageRenderView.as_view(), name="page-render"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,34 @@
+"""Thin Celery wrappers (Saleor's style): ids in, the pipeline does the work, the run records it."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from assistant.providers import registry
+from assistant.providers.base import ProviderError
+from ingestion import pipeline
+from ingestion.models import IngestionRun
+
+
+@shared_task(
+    name="ingestion.ingest_document",
+    bind=True,
+    autoretry_for=(ProviderError,),
+    retry_backoff=5,
+    retry_backoff_max=300,
+    max_retries=5,
+    acks_late=True,
+)
+def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore[no-untyped-def]
+    run = IngestionRun.objects.select_related("document__collection").filter(pk=run_id).first()
+    if run is None:
+        return None  # deleted with its document meanwhile
+    if self.request.retries and run.status == IngestionRun.Status.FAILED:
+        # A transient model error failed the run: put it back in the queue state to claim it again.
+        IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.FAILED).update(
+            status=IngestionRun.Status.QUEUED, error=""
+        )
+    if not pipeline.claim(run):
+        return None  # another worker has it, or it already finished
+    result = pipeline.ingest_document(run, registry.text_embedder())
+    return result.as_counts() if result else None

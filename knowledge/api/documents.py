@@ -1,0 +1,127 @@
+"""Documents through the API: upload (multipart, many files), list, status, pages, delete,
+download the original, fetch a page render. Every lookup goes through the access helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import generics, serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from knowledge import actions
+from knowledge.access import access_collection, access_document, access_page
+from knowledge.api.serializers import DocumentSerializer, PageSerializer
+from knowledge.models import Document, Page
+
+COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+UPLOAD_RESULT = inline_serializer(
+    "UploadResult",
+    {
+        "name": serializers.CharField(),
+        "document": serializers.IntegerField(allow_null=True),
+        "run": serializers.IntegerField(allow_null=True),
+        "unchanged": serializers.BooleanField(),
+        "error": serializers.CharField(allow_blank=True),
+    },
+    many=True,
+)
+
+
+class CollectionDocumentsView(generics.ListAPIView[Document]):
+    """GET: the collection's documents. POST (editors): upload files (multipart `files`)."""
+
+    serializer_class = DocumentSerializer
+    parser_classes = [MultiPartParser]
+
+    def get_queryset(self) -> QuerySet[Document]:
+        if getattr(self, "swagger_fake_view", False):
+            return Document.objects.none()
+        collection = access_collection(self.request.user, self.kwargs["collection_id"])
+        return Document.objects.filter(collection=collection).order_by("rel_path")
+
+    @extend_schema(parameters=[COLLECTION_ID])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        parameters=[COLLECTION_ID],
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+            }
+        },
+        responses={201: UPLOAD_RESULT, 400: UPLOAD_RESULT},
+    )
+    def post(self, request: Request, collection_id: int) -> Response:
+        collection = access_collection(request.user, collection_id, write=True)
+        files = request.FILES.getlist("files")
+        if not files:
+            return Response({"detail": ["Send the files as multipart field “files”."]}, status=400)
+        results = []
+        for upload in files:
+            name = upload.name or "upload"
+            try:
+                document, run = actions.do_add_document(collection, name, upload.read())
+            except ValidationError as exc:
+                results.append(
+                    {"name": name, "document": None, "run": None, "unchanged": False, "error": " ".join(exc.messages)}
+                )
+                continue
+            results.append(
+                {
+                    "name": name,
+                    "document": document.pk,
+                    "run": run.pk if run else None,
+                    "unchanged": run is None,
+                    "error": "",
+                }
+            )
+        ok = any(not result["error"] for result in results)
+        return Response(results, status=status.HTTP_201_CREATED if ok else status.HTTP_400_BAD_REQUEST)
+
+
+class DocumentView(generics.RetrieveDestroyAPIView[Document]):
+    serializer_class = DocumentSerializer
+
+    def get_object(self) -> Document:
+        return access_document(self.request.user, self.kwargs["pk"], write=self.request.method == "DELETE")
+
+    def perform_destroy(self, instance: Document) -> None:
+        actions.do_delete_document(instance)
+
+
+class DocumentPagesView(generics.ListAPIView[Page]):
+    serializer_class = PageSerializer
+
+    def get_queryset(self) -> QuerySet[Page]:
+        if getattr(self, "swagger_fake_view", False):
+            return Page.objects.none()
+        document = access_document(self.request.user, self.kwargs["pk"])
+        return Page.objects.filter(document=document).order_by("number")
+
+
+class DocumentOriginalView(APIView):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int) -> FileResponse:
+        document = access_document(request.user, pk)
+        return FileResponse(
+            document.file.open("rb"), as_attachment=True, filename=document.name, content_type=document.mime
+        )
+
+
+class PageRenderView(APIView):
+    @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int) -> FileResponse:
+        page = access_page(request.user, pk)
+        if not page.render:
+            raise Http404
+        return FileResponse(page.render.open("rb"), content_type="image/png")

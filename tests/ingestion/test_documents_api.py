@@ -1,0 +1,100 @@
+"""Uploading through the REST API, ingested by a real Celery worker, read back page by page."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from knowledge.models import Chunk, Document, Role
+from tests.conftest import set_role, token_for
+from tests.ingestion.files import handbook_pdf
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def upload(api, collection_id: int, *files: tuple[str, bytes]):
+    payload = {"files": [SimpleUploadedFile(name, data) for name, data in files]}
+    return api.post(f"/api/collections/{collection_id}/documents/", payload, format="multipart")
+
+
+def wait_ready(api, document_id: int, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = api.get(f"/api/documents/{document_id}/").json()
+        if body["status"] in ("ready", "failed"):
+            return body
+        time.sleep(0.5)
+    raise AssertionError(f"document {document_id} still {body['status']} after {timeout} s")
+
+
+@pytest.mark.stack
+def test_it_uploads_and_indexes_through_a_real_worker(api, alice, private_collection, live_worker, tmp_path):
+    token_for(api, alice)
+    pdf = handbook_pdf(tmp_path / "h.pdf").read_bytes()
+    response = upload(
+        api,
+        private_collection.pk,
+        ("员工手册.pdf", pdf),
+        ("说明.md", "# 说明\n\n正文。".encode()),
+        ("blob.txt", bytes(range(256)) * 4),
+    )
+    assert response.status_code == 201
+    results = {row["name"]: row for row in response.json()}
+    assert "cannot be indexed" in results["blob.txt"]["error"]
+    for name in ("员工手册.pdf", "说明.md"):
+        body = wait_ready(api, results[name]["document"])
+        assert body["status"] == "ready", body["error"]
+    pdf_id = results["员工手册.pdf"]["document"]
+    pages = api.get(f"/api/documents/{pdf_id}/pages/").json()["results"]
+    assert [p["number"] for p in pages] == [1, 2]
+    render = api.get(pages[0]["render_url"])
+    assert render.status_code == 200
+    assert b"".join(render.streaming_content).startswith(b"\x89PNG")
+    original = api.get(f"/api/documents/{pdf_id}/original/")
+    assert "%E5%91%98%E5%B7%A5%E6%89%8B%E5%86%8C.pdf" in original["Content-Disposition"]
+    assert Chunk.objects.filter(document_id=pdf_id).count() == 4
+    listed = api.get(f"/api/collections/{private_collection.pk}/documents/").json()["results"]
+    assert sorted(d["name"] for d in listed) == ["员工手册.pdf", "说明.md"]
+
+
+def test_it_lets_only_editors_upload_and_delete(api, alice, bob, team, team_collection):
+    token_for(api, bob)
+    assert upload(api, team_collection.pk, ("a.md", b"# A\n\ntext")).status_code == 403
+    set_role(team, bob, Role.EDITOR)
+    response = upload(api, team_collection.pk, ("a.md", b"# A\n\ntext"))
+    assert response.status_code == 201
+    document_id = response.json()[0]["document"]
+    again = upload(api, team_collection.pk, ("a.md", b"# A\n\ntext")).json()[0]
+    assert again["unchanged"] is True
+    assert again["run"] is None
+    set_role(team, bob, Role.VIEWER)
+    assert api.delete(f"/api/documents/{document_id}/").status_code == 403
+    set_role(team, bob, Role.EDITOR)
+    assert api.delete(f"/api/documents/{document_id}/").status_code == 204
+    assert not Document.objects.filter(pk=document_id).exists()
+
+
+def test_it_refuses_everything_to_a_stranger(api, alice, charlie, private_collection):
+    token_for(api, alice)
+    document_id = upload(api, private_collection.pk, ("a.md", b"# A\n\ntext")).json()[0]["document"]
+    token_for(api, charlie)
+    assert upload(api, private_collection.pk, ("b.md", b"# B")).status_code == 404
+    assert api.get(f"/api/collections/{private_collection.pk}/documents/").status_code == 404
+    for path in ("", "pages/", "original/"):
+        assert api.get(f"/api/documents/{document_id}/{path}").status_code == 404
+    assert api.delete(f"/api/documents/{document_id}/").status_code == 404
+    assert Document.objects.filter(pk=document_id).exists()
+
+
+def test_it_says_what_to_send(api, alice, private_collection):
+    token_for(api, alice)
+    response = api.post(f"/api/collections/{private_collection.pk}/documents/", {}, format="multipart")
+    assert response.status_code == 400
+    assert "files" in str(response.json())
