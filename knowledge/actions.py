@@ -159,9 +159,12 @@ def clean_document_path(name: str) -> str:
     return "/".join(parts)[:1024]
 
 
-def do_add_document(collection: Collection, name: str, data: bytes) -> tuple[Document, IngestionRun | None]:
+def do_add_document(
+    collection: Collection, name: str, data: bytes, *, enqueue: bool = True
+) -> tuple[Document, IngestionRun | None]:
     """Store a file as a document of the collection (replacing one at the same path) and queue
-    its ingestion; an identical file at the same path changes nothing and queues no run."""
+    its ingestion (`enqueue=False`: the caller runs it); an identical file at the same path
+    changes nothing and queues no run."""
     from django.conf import settings
 
     from ingestion.parsers.base import ParseError, parser_for
@@ -198,7 +201,8 @@ def do_add_document(collection: Collection, name: str, data: bytes) -> tuple[Doc
         document.file.save(rel_path.rsplit("/", 1)[-1], ContentFile(data), save=False)
         document.save()
         run = IngestionRun.objects.create(collection=collection, document=document, kind=IngestionRun.Kind.INGEST)
-        enqueue_run(run)
+        if enqueue:
+            enqueue_run(run)
     return document, run
 
 

@@ -7,6 +7,7 @@ urlpatterns = [
     path("collections/new/", views.collection_create, name="collection-create"),
     path("collections/<int:collection_id>/", views.collection_detail, name="collection"),
     path("collections/<int:collection_id>/rename/", views.collection_rename, name="collection-rename"),
+    path("collections/<int:collection_id>/upload/", views.collection_upload, name="collection-upload"),
     path("collections/<int:collection_id>/delete/", views.collection_delete, name="collection-delete"),
     path("teams/", views.team_list, name="teams"),
     path("teams/<int:team_id>/", views.team_detail, name="team"),

@@ -77,8 +77,30 @@ def collection_rename(request: AuthedRequest, collection_id: int) -> HttpRespons
     return render(request, "knowledge/collection.html", _collection_context(collection, role, form), status=400)
 
 
+@login_required
+@require_POST
+def collection_upload(request: AuthedRequest, collection_id: int) -> HttpResponse:
+    collection = access_collection(request.user, collection_id, write=True)
+    files = request.FILES.getlist("files")
+    if not files:
+        messages.error(request, _("Choose one or more files to upload."))
+    for upload in files:
+        name = upload.name or "upload"
+        try:
+            _document, run = actions.do_add_document(collection, name, upload.read())
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+            continue
+        if run is None:
+            messages.info(request, _("“%(name)s” is unchanged.") % {"name": name})
+        else:
+            messages.success(request, _("“%(name)s” uploaded; indexing has started.") % {"name": name})
+    return redirect("collection", collection.pk)
+
+
 def _collection_context(collection: Collection, role: Role | None, form: RenameCollectionForm) -> dict[str, object]:
     return {
+        "documents": collection.documents.order_by("rel_path"),
         "collection": collection,
         "role": role,
         "can_write": role is not None and role.at_least(Role.EDITOR),

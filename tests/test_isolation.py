@@ -28,6 +28,7 @@ PAGES: dict[str, dict[str, str]] = {
     "tokens": {},
     "collection": {"collection_id": "private"},
     "collection-rename": {"collection_id": "team_collection"},
+    "collection-upload": {"collection_id": "private"},
     "collection-delete": {"collection_id": "team_collection"},
     "team": {"team_id": "team"},
     "member-role": {"team_id": "team", "membership_id": "membership"},
