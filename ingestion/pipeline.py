@@ -57,6 +57,11 @@ def chunk_settings(collection: Collection) -> ChunkSettings:
     return ChunkSettings(size=int(options.get("chunk_size", 400)), overlap=int(options.get("chunk_overlap", 50)))
 
 
+def version_chunk_settings(version: IndexVersion) -> ChunkSettings:
+    """A version chunks with the settings it was created with, whatever the collection says now."""
+    return ChunkSettings(size=int(version.config["chunk_size"]), overlap=int(version.config["chunk_overlap"]))
+
+
 def version_config(collection: Collection) -> dict[str, object]:
     chunks = chunk_settings(collection)
     return {"chunk_size": chunks.size, "chunk_overlap": chunks.overlap, "parser_version": PARSER_VERSION}
@@ -98,6 +103,9 @@ def _create_vector_index(version: IndexVersion) -> None:
     # pgvector indexes need a fixed size: one partial HNSW index per version, on the cast column.
     # Identifiers come from integers we own, not from input.
     with connection.cursor() as cursor:
+        # CREATE INDEX refuses a table with deferred FK checks pending in this transaction:
+        # run those checks now (they would run at commit anyway).
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS chunk_hnsw_v{int(version.pk)} ON knowledge_chunk "
             f"USING hnsw ((embedding::vector({int(version.dims)})) vector_cosine_ops) "
@@ -151,19 +159,21 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     versions = target_versions(collection)
     for version in versions:
         check_dims(embedder, version.dims, role="embedding", provider=embedder.model_id.split(":")[0])
-    done = set(
+    complete = set(
         IndexedDocument.objects.filter(
             document=document, sha256=document.sha256, index_version__in=versions
         ).values_list("index_version_id", flat=True)
     )
-    if done == {v.pk for v in versions}:
+    # Versions where this content is already complete keep serving it, untouched.
+    pending = [version for version in versions if version.pk not in complete]
+    if not pending:
         pages = document.pages.count()
         return IngestResult(pages=pages, pages_indexed=0, pages_kept=pages, chunks_written=0)
     parser = parser_for(document.mime)
-    # Changed content: unsearchable until every page is valid again.
-    IndexedDocument.objects.filter(document=document, index_version__in=versions).delete()
-    Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
-    settings = chunk_settings(collection)
+    # Unsearchable in the pending versions until every page is valid there again.
+    IndexedDocument.objects.filter(document=document, index_version__in=pending).delete()
+    if collection.active_version_id in {version.pk for version in pending}:
+        Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     numbers: list[int] = []
     indexed = kept = written = 0
     for parsed in parser.pages(Path(document.file.path)):
@@ -171,14 +181,19 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
             raise CancelledError
         page = _save_page(document, parsed)
         numbers.append(parsed.number)
-        for version in versions:
+        for version in pending:
             if _page_valid(page, version):
                 kept += 1
                 continue
-            written += _index_page(page, parsed, version, embedder, settings)
+            written += _index_page(page, parsed, version, embedder, version_chunk_settings(version))
             indexed += 1
         _progress(run, len(numbers))
-    _finish_document(document, versions, numbers)
+    _finish_document(document, pending, numbers)
+    from ingestion.versions import complete_build_if_done
+
+    for version in pending:
+        if version.status == IndexVersion.Status.BUILDING:
+            complete_build_if_done(version)
     return IngestResult(pages=len(numbers), pages_indexed=indexed, pages_kept=kept, chunks_written=written)
 
 

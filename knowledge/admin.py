@@ -64,6 +64,8 @@ class CollectionAdmin(VisibleOnlyAdmin):
     search_fields = ["name", "owner_user__email", "owner_team__name"]
     list_select_related = ["owner_user", "owner_team"]
     autocomplete_fields = ["owner_user", "owner_team", "created_by"]
+    # Versions change only by a finished build, a flip or a rollback (ingestion.versions).
+    readonly_fields = ["active_version"]
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Collection.objects.visible_to(request.user).values("pk"))

@@ -224,6 +224,8 @@ WORKER_CONCURRENCY = env_int("PORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 MODEL_THREADS = env_int("PORTAL_MODEL_THREADS", 2, minimum=1)
 MODEL_ROLES = load_roles(MODEL_THREADS)
 MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()
+# Retired index versions kept for rollback, per collection.
+KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
 
 # Where `manage.py up` serves HTTP and websockets.
 HOST = env_str("PORTAL_HOST", "127.0.0.1")

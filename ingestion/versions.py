@@ -1,0 +1,96 @@
+"""Index versions: a reindex builds a new version in the background while the active one
+serves; when it covers everything the active one serves, the flip is one UPDATE; rollback
+flips back to a kept version; retired versions beyond PORTAL_KEEP_VERSIONS are removed."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from assistant.providers.base import TextEmbedder
+from ingestion.models import IngestionRun
+from ingestion.pipeline import create_version
+from knowledge.events import send_collection_event_on_commit
+from knowledge.models import Collection, Document, IndexedDocument, IndexVersion
+
+
+def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bool = True) -> IndexVersion:
+    """A new version with the current embedder and chunk settings, and a run per document."""
+    from knowledge.actions import enqueue_run
+
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        if IndexVersion.objects.filter(collection=locked, status=IndexVersion.Status.BUILDING).exists():
+            raise ValidationError(_("A new index version is already being built for this collection."))
+        version = create_version(locked, embedder, status=IndexVersion.Status.BUILDING)
+        for document in Document.objects.filter(collection=locked).exclude(status=Document.Status.FAILED):
+            run = IngestionRun.objects.create(
+                collection=locked, document=document, index_version=version, kind=IngestionRun.Kind.REINDEX
+            )
+            if enqueue:
+                enqueue_run(run)
+    complete_build_if_done(version)  # an empty collection is built at once
+    return version
+
+
+def complete_build_if_done(version: IndexVersion) -> bool:
+    """Flip to `version` once it serves every document the active version serves."""
+    collection = version.collection
+    served = IndexedDocument.objects.filter(index_version_id=collection.active_version_id)
+    covered = IndexedDocument.objects.filter(index_version=version)
+    missing = served.exclude(document_id__in=covered.values("document_id"))
+    if missing.exists():
+        return False
+    IndexVersion.objects.filter(pk=version.pk, built_at__isnull=True).update(built_at=timezone.now())
+    flip(collection, version)
+    return True
+
+
+def flip(collection: Collection, version: IndexVersion) -> None:
+    """Make `version` the one that answers queries, in one transaction."""
+    if version.collection_id != collection.pk:
+        raise ValidationError(_("That index version belongs to another collection."))
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        previous = locked.active_version_id
+        if previous == version.pk:
+            return
+        Collection.objects.filter(pk=locked.pk).update(active_version=version)
+        IndexVersion.objects.filter(pk=version.pk).update(
+            status=IndexVersion.Status.ACTIVE, activated_at=timezone.now()
+        )
+        if previous is not None:
+            IndexVersion.objects.filter(pk=previous).update(status=IndexVersion.Status.RETIRED)
+        send_collection_event_on_commit(collection.pk, {"type": "index.flipped", "version": version.number})
+    collection.active_version_id = version.pk
+    prune(collection)
+
+
+def rollback(collection: Collection) -> IndexVersion:
+    """Back to the most recent retired version (kept with all its chunks, so it is instant)."""
+    previous = (
+        IndexVersion.objects.filter(collection=collection, status=IndexVersion.Status.RETIRED)
+        .order_by("-activated_at", "-number")
+        .first()
+    )
+    if previous is None:
+        raise ValidationError(_("There is no earlier index version to go back to."))
+    flip(collection, previous)
+    return previous
+
+
+def prune(collection: Collection, keep: int | None = None) -> list[int]:
+    """Delete retired versions beyond the newest `keep` (PORTAL_KEEP_VERSIONS), with their chunks."""
+    keep = settings.KEEP_VERSIONS if keep is None else keep
+    retired = IndexVersion.objects.filter(collection=collection, status=IndexVersion.Status.RETIRED)
+    # The most recently in service are kept: a rollback's target is the last one retired.
+    doomed = list(retired.order_by("-activated_at", "-number").values_list("pk", flat=True)[keep:])
+    for pk in doomed:
+        with transaction.atomic():
+            IndexVersion.objects.filter(pk=pk).delete()  # chunks, indexed pages and documents cascade
+            with connection.cursor() as cursor:
+                cursor.execute(f"DROP INDEX IF EXISTS chunk_hnsw_v{int(pk)}")
+    return doomed
