@@ -224,3 +224,21 @@ def do_delete_document(document: Document) -> None:
     from knowledge.events import send_collection_event_on_commit
 
     send_collection_event_on_commit(collection_id, {"type": "document.deleted", "document": pk})
+
+
+def do_rerun_document(document: Document, *, enqueue: bool = True) -> IngestionRun:
+    """Ingest the document again (after a failure or a killed worker): pages still valid are
+    kept, the rest redone."""
+    with transaction.atomic():
+        run = IngestionRun.objects.create(
+            collection=document.collection, document=document, kind=IngestionRun.Kind.INGEST
+        )
+        if enqueue:
+            enqueue_run(run)
+    return run
+
+
+def do_cancel_run(run: IngestionRun) -> bool:
+    """Ask a queued or running run to stop between pages; False when it has already ended."""
+    active = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
+    return IngestionRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True) == 1

@@ -3,9 +3,12 @@ and an object outside that is a 404 there too (no existence leak through the adm
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils.translation import gettext_lazy as _
@@ -60,6 +63,8 @@ class MembershipAdmin(VisibleOnlyAdmin):
 
 @admin.register(Collection)
 class CollectionAdmin(VisibleOnlyAdmin):
+    actions = ["reindex", "roll_back"]
+
     list_display = ["name", "owner_user", "owner_team", "created_at", "updated_at"]
     search_fields = ["name", "owner_user__email", "owner_team__name"]
     list_select_related = ["owner_user", "owner_team"]
@@ -69,6 +74,45 @@ class CollectionAdmin(VisibleOnlyAdmin):
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Collection.objects.visible_to(request.user).values("pk"))
+
+    @admin.action(description=_("Reindex: build a new index version in the background"))
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
+        from assistant.providers import registry
+        from ingestion import versions
+
+        for collection in queryset:
+            _report_admin(
+                self,
+                request,
+                partial(versions.start_reindex, collection, registry.text_embedder()),
+                _("Building a new index version of “%(name)s”.") % {"name": collection.name},
+            )
+
+    @admin.action(description=_("Roll back to the previous index version"))
+    def roll_back(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
+        from ingestion import versions
+
+        for collection in queryset:
+            _report_admin(
+                self,
+                request,
+                partial(versions.rollback, collection),
+                _("“%(name)s” is back on its previous index version.") % {"name": collection.name},
+            )
+
+
+def _report_admin(
+    model_admin: admin.ModelAdmin,
+    request: HttpRequest,
+    action: Callable[[], object],
+    success: str,
+) -> None:
+    try:
+        action()
+    except ValidationError as exc:
+        model_admin.message_user(request, " ".join(exc.messages), level=messages.ERROR)
+    else:
+        model_admin.message_user(request, success, level=messages.SUCCESS)
 
 
 @admin.register(ApiToken)
@@ -102,6 +146,14 @@ class InCollectionAdmin(VisibleOnlyAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(InCollectionAdmin):
+    actions = ["rerun"]
+
+    @admin.action(description=_("Ingest again (keeps pages that are still valid)"))
+    def rerun(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        for document in queryset:
+            actions.do_rerun_document(document)
+        self.message_user(request, _("Ingestion queued."), level=messages.SUCCESS)
+
     list_display = ["name", "collection", "mime", "status", "page_count", "size", "updated_at"]
     list_filter = ["status", "mime"]
     search_fields = ["name", "rel_path", "sha256"]
@@ -114,6 +166,20 @@ class DocumentAdmin(InCollectionAdmin):
 
 @admin.register(IndexVersion)
 class IndexVersionAdmin(InCollectionAdmin):
+    actions = ["make_active"]
+
+    @admin.action(description=_("Make this version active (flip)"))
+    def make_active(self, request: HttpRequest, queryset: QuerySet[IndexVersion]) -> None:
+        from ingestion import versions
+
+        for version in queryset.exclude(status=IndexVersion.Status.BUILDING):
+            _report_admin(
+                self,
+                request,
+                partial(versions.flip, version.collection, version),
+                _("Version %(number)s is now active.") % {"number": version.number},
+            )
+
     list_display = ["collection", "number", "status", "embedder_id", "dims", "created_at", "activated_at"]
     list_filter = ["status"]
     readonly_fields = [
