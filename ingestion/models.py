@@ -50,6 +50,8 @@ class IngestionRun(models.Model):
     cancel_requested = models.BooleanField(_("cancel requested"), default=False)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    # Touched on claim and after every page: a running run whose heartbeat stops is stale.
+    heartbeat_at = models.DateTimeField(_("last sign of life"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
 
     class Meta:

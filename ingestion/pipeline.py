@@ -13,6 +13,7 @@ import json
 import logging
 import traceback
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.files.base import ContentFile
@@ -124,8 +125,9 @@ def target_versions(collection: Collection) -> list[IndexVersion]:
 
 def claim(run: IngestionRun) -> bool:
     """Take a queued run; False when another worker already has it (healthchecks' sendalerts)."""
+    now = timezone.now()
     updated = IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
-        status=IngestionRun.Status.RUNNING, started_at=timezone.now()
+        status=IngestionRun.Status.RUNNING, started_at=now, heartbeat_at=now
     )
     if updated == 1:
         run.refresh_from_db()
@@ -286,7 +288,7 @@ def _finish_document(document: Document, versions: list[IndexVersion], numbers: 
 
 
 def _progress(run: IngestionRun, pages: int) -> None:
-    IngestionRun.objects.filter(pk=run.pk).update(progress=pages)
+    IngestionRun.objects.filter(pk=run.pk).update(progress=pages, heartbeat_at=timezone.now())
     if run.document_id is not None:
         send_collection_event_on_commit(
             run.collection_id,
@@ -320,3 +322,26 @@ def _finish(
         status=status, error=error, traceback=trace, counts=counts or {}, finished_at=timezone.now()
     )
     run.refresh_from_db()
+
+
+def requeue_stale_runs(stale_after: timedelta) -> list[IngestionRun]:
+    """Runs whose worker stopped mid-document (killed, out of memory, machine lost): mark them
+    failed and queue the document again. The document stayed unsearchable meanwhile, and the
+    new run keeps every page that was completed."""
+    from knowledge.actions import do_rerun_document
+
+    cutoff = timezone.now() - stale_after
+    stale = IngestionRun.objects.filter(status=IngestionRun.Status.RUNNING, heartbeat_at__lt=cutoff)
+    requeued = []
+    for run in stale.select_related("document"):
+        message = "The worker stopped while indexing this document; it was queued again."
+        if (
+            IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.RUNNING).update(
+                status=IngestionRun.Status.FAILED, error=message, finished_at=timezone.now()
+            )
+            != 1
+        ):
+            continue  # it finished meanwhile
+        if run.document is not None:
+            requeued.append(do_rerun_document(run.document))
+    return requeued

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
+from django.conf import settings
 
 from assistant.providers import registry
 from assistant.providers.base import ProviderError
@@ -32,3 +35,10 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
         return None  # another worker has it, or it already finished
     result = pipeline.ingest_document(run, registry.text_embedder())
     return result.as_counts() if result else None
+
+
+@shared_task(name="ingestion.requeue_stale_runs")
+def requeue_stale_runs() -> int:
+    """Run by beat every minute."""
+    stale_after = timedelta(minutes=settings.RUN_STALE_MINUTES)
+    return len(pipeline.requeue_stale_runs(stale_after))

@@ -12,4 +12,5 @@ app.autodiscover_tasks()
 app.conf.task_routes = {"ingestion.*": {"queue": "ingest"}}
 app.conf.beat_schedule = {
     "worker-heartbeat": {"task": "portal.tasks.heartbeat", "schedule": 30.0},
+    "requeue-stale-runs": {"task": "ingestion.requeue_stale_runs", "schedule": 60.0},
 }

@@ -224,6 +224,10 @@ WORKER_CONCURRENCY = env_int("PORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 MODEL_THREADS = env_int("PORTAL_MODEL_THREADS", 2, minimum=1)
 MODEL_ROLES = load_roles(MODEL_THREADS)
 MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()
+# A running ingestion with no progress for this long lost its worker: it is queued again.
+RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
+# The most pages one document may have (a 10,000-page PDF of blank pages is refused).
+MAX_PAGES = env_int("PORTAL_MAX_PAGES", 5000, minimum=1)
 # Retired index versions kept for rollback, per collection.
 KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
 

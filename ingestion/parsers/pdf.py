@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, register
 
 RENDER_DPI = 110
@@ -34,6 +36,11 @@ class PdfParser(Parser):
                 raise ParseError("The PDF is password-protected: remove the password and upload it again.")
             if document.page_count == 0:
                 raise ParseError("The PDF has no pages.")
+            if document.page_count > settings.MAX_PAGES:
+                raise ParseError(
+                    f"The PDF has {document.page_count:,} pages; the limit is {settings.MAX_PAGES:,} "
+                    "(PORTAL_MAX_PAGES). Split it into smaller files."
+                )
             for index in range(document.page_count):
                 try:
                     page = document.load_page(index)

@@ -104,3 +104,16 @@ def test_it_sniffs_the_type_from_content_not_the_name(tmp_path, handbook):
     with pytest.raises(ParseError, match="empty"):
         sniff(empty, "empty.md")
     assert {"application/pdf", "text/markdown", "text/plain"} <= set(supported_types())
+
+
+def test_it_refuses_a_pdf_over_the_page_limit(tmp_path, settings):
+    import pymupdf
+
+    settings.MAX_PAGES = 5000
+    document = pymupdf.open()
+    for _ in range(10_000):
+        document.new_page(width=50, height=50)
+    path = tmp_path / "tiny.pdf"
+    document.save(path)
+    with pytest.raises(ParseError, match="10,000 pages; the limit is 5,000"):
+        list(parser_for("application/pdf").pages(path))

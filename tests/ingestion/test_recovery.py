@@ -1,0 +1,79 @@
+"""A worker killed mid-document: the document stays unsearchable, the stale run is noticed,
+and the run queued again completes it, keeping the pages already done."""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import timedelta
+
+import psutil
+import pytest
+from django.utils import timezone
+
+from ingestion.models import IngestionRun
+from ingestion.pipeline import requeue_stale_runs
+from knowledge import actions
+from knowledge.models import Document, IndexedDocument, IndexedPage
+from tests.conftest import celery_worker, wait_for
+
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def long_pdf(pages: int) -> bytes:
+    import pymupdf
+
+    document = pymupdf.open()
+    for number in range(1, pages + 1):
+        page = document.new_page()
+        text = f"Chapter {number}. " + f"Rule {number} says travel costs are reimbursed with receipts. " * 12
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 760), text, fontsize=10)
+    data: bytes = document.tobytes()
+    return data
+
+
+def test_it_recovers_from_a_worker_killed_mid_document(private_collection, tmp_path):
+    document, run = actions.do_add_document(private_collection, "long.pdf", long_pdf(60))
+    assert run is not None
+    log = tmp_path / "worker.log"
+    with celery_worker(log) as worker:
+        wait_for(lambda: IngestionRun.objects.get(pk=run.pk).progress >= 3, 120, "a few pages indexed", log)
+        for process in [psutil.Process(worker.pid), *psutil.Process(worker.pid).children(recursive=True)]:
+            os.kill(process.pid, signal.SIGKILL)
+        worker.wait()
+    run.refresh_from_db()
+    assert run.status == "running"
+    assert 3 <= run.progress < 60
+    assert not IndexedDocument.objects.filter(document=document).exists()  # never half-visible
+    done_before = IndexedPage.objects.filter(page__document=document).count()
+    assert done_before >= 3
+
+    IngestionRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=11))
+    (again,) = requeue_stale_runs(timedelta(minutes=10))
+    run.refresh_from_db()
+    assert run.status == "failed"
+    assert "worker stopped" in run.error
+    with celery_worker(tmp_path / "worker2.log"):
+        wait_for(
+            lambda: Document.objects.get(pk=document.pk).status == "ready",
+            180,
+            "the document ready",
+            tmp_path / "worker2.log",
+        )
+    again.refresh_from_db()
+    assert again.status == "succeeded"
+    assert again.counts["pages_kept"] >= done_before  # finished pages were not embedded again
+    assert IndexedDocument.objects.filter(document=document).exists()
+
+
+def test_it_leaves_live_runs_alone(private_collection):
+    _document, run = actions.do_add_document(private_collection, "a.md", b"# A\n\ntext", enqueue=False)
+    assert run is not None
+    IngestionRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now())
+    assert requeue_stale_runs(timedelta(minutes=10)) == []
+    assert IngestionRun.objects.get(pk=run.pk).status == "running"
