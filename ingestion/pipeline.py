@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import traceback
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,6 +31,7 @@ from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage, IndexVersion, Page
 
 log = logging.getLogger(__name__)
+EVENT_INTERVAL = 0.3  # seconds between progress events for one run
 PARSER_VERSION = 1  # bump when parsing changes what pages contain: a new index version follows
 
 
@@ -178,9 +180,8 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
         Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     numbers: list[int] = []
     indexed = kept = written = 0
+    last_event = 0.0
     for parsed in parser.pages(Path(document.file.path)):
-        if IngestionRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
-            raise CancelledError
         page = _save_page(document, parsed)
         numbers.append(parsed.number)
         for version in pending:
@@ -189,7 +190,8 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
                 continue
             written += _index_page(page, parsed, version, embedder, version_chunk_settings(version))
             indexed += 1
-        _progress(run, len(numbers))
+        if _progress(run, len(numbers), last_event):
+            last_event = time.monotonic()
     _finish_document(document, pending, numbers)
     from ingestion.versions import complete_build_if_done
 
@@ -287,18 +289,23 @@ def _finish_document(document: Document, versions: list[IndexVersion], numbers: 
         )
 
 
-def _progress(run: IngestionRun, pages: int) -> None:
-    IngestionRun.objects.filter(pk=run.pk).update(progress=pages, heartbeat_at=timezone.now())
-    if run.document_id is not None:
-        send_collection_event_on_commit(
-            run.collection_id,
-            {
-                "type": "document.progress",
-                "document": run.document_id,
-                "run": run.pk,
-                "pages_done": pages,
-            },
+def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
+    """Record progress and a heartbeat, stop if cancelled (one query for all three), and tell
+    watchers at most a few times a second. True when an event was sent."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE ingestion_ingestionrun SET progress = %s, heartbeat_at = %s WHERE id = %s "
+            "RETURNING cancel_requested",
+            [pages, timezone.now(), run.pk],
         )
+        row = cursor.fetchone()
+    if row and row[0]:
+        raise CancelledError
+    if run.document_id is None or time.monotonic() - last_event < EVENT_INTERVAL:
+        return False
+    event = {"type": "document.progress", "document": run.document_id, "run": run.pk, "pages_done": pages}
+    send_collection_event_on_commit(run.collection_id, event)
+    return True
 
 
 def _fail(run: IngestionRun, document: Document, message: str, trace: str = "") -> None:

@@ -171,7 +171,8 @@ def test_it_stops_when_cancelled(db, private_collection, embedder, tmp_path):
     assert run_it(run, embedder) is None
     run.refresh_from_db()
     assert run.status == "cancelled"
-    assert run.progress == 0
+    assert run.progress == 1  # it stops at the first check, after one page
+    assert not IndexedDocument.objects.exists()
 
 
 @pytest.mark.parametrize(

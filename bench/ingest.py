@@ -1,0 +1,190 @@
+"""Ingestion speed, incremental cost and memory: prints figures, writes
+bench/results/ingest.json and bench/results/ingest.png.
+
+    DATABASE_URL=... .venv/bin/python bench/ingest.py     # about 3-5 minutes on 2 cores
+
+Uses the configured database (run `manage.py migrate` first) in a collection of its own,
+deleted at the end, and the configured embedder (local by default). Targets from issue 4:
+pipeline >= 70% of embedder-only throughput; re-syncing 100 files with one changed <= 1.2x
+ingesting that file alone; peak worker RSS on a 1,000-page PDF < 1.5 GB.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+PARAGRAPH = (
+    "Travel costs are reimbursed against receipts; hotels are capped by city tier. 差旅费用凭发票报销，"
+    "住宿按城市等级限额。"
+)
+
+
+def setup() -> None:
+    import django
+
+    django.setup()
+
+
+def make_pdf(pages: int, paragraphs: int) -> bytes:
+    import pymupdf
+
+    document = pymupdf.open()
+    font = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
+    for number in range(1, pages + 1):
+        page = document.new_page()
+        text = f"Section {number}\n" + "\n\n".join(f"{n}. {PARAGRAPH}" for n in range(paragraphs))
+        page.insert_textbox(
+            pymupdf.Rect(60, 60, 540, 780),
+            text,
+            fontsize=10,
+            fontname="cjk" if font.exists() else "helv",
+            fontfile=str(font) if font.exists() else None,
+        )
+    data: bytes = document.tobytes()
+    return data
+
+
+def collection(name: str):  # type: ignore[no-untyped-def]
+    from django.contrib.auth import get_user_model
+
+    from knowledge import actions
+
+    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"email": "bench@localhost"})
+    return actions.do_create_collection(user, f"{name} {time.time():.0f}")
+
+
+def ingest_inline(target, name: str, data: bytes) -> float:  # type: ignore[no-untyped-def]
+    from assistant.providers import registry
+    from ingestion.pipeline import claim, ingest_document
+    from knowledge import actions
+
+    started = time.perf_counter()
+    _document, run = actions.do_add_document(target, name, data, enqueue=False)
+    if run is not None:
+        assert claim(run)
+        ingest_document(run, registry.text_embedder())
+        run.refresh_from_db()
+        assert run.status == "succeeded", run.error
+    return time.perf_counter() - started
+
+
+def throughput() -> dict[str, float]:
+    from assistant.providers import registry
+    from knowledge.models import Chunk
+
+    target = collection("bench throughput")
+    registry.text_embedder().embed_query("warm up")
+    seconds = ingest_inline(target, "200.pdf", make_pdf(200, 3))
+    chunks = list(Chunk.objects.filter(document__collection=target).order_by("page__number", "ordinal"))
+    texts = [
+        (" > ".join(c.location["heading_path"]) + "\n" + c.text) if c.location["heading_path"] else c.text
+        for c in chunks
+    ]
+    by_page: dict[int, list[str]] = {}
+    for chunk, text in zip(chunks, texts, strict=True):
+        by_page.setdefault(chunk.page_id, []).append(text)
+    started = time.perf_counter()
+    for batch in by_page.values():  # the same batches the pipeline sends
+        registry.text_embedder().embed_documents(batch)
+    embed_only = time.perf_counter() - started
+    target.delete()
+    return {
+        "pages": 200,
+        "chunks": len(chunks),
+        "pipeline_seconds": seconds,
+        "embedder_only_seconds": embed_only,
+        "pages_per_second": 200 / seconds,
+        "pipeline_vs_embedder": embed_only / seconds,
+    }
+
+
+def resync() -> dict[str, float]:
+    from django.core.management import call_command
+
+    target, alone = collection("bench folder"), collection("bench single")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for n in range(100):
+            (folder / f"note-{n:03}.md").write_text(f"# Note {n}\n\n{PARAGRAPH * 3}", encoding="utf-8")
+        call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=io.StringIO())
+        changed = folder / "note-042.md"
+        changed.write_text(f"# Note 42, revised\n\n{PARAGRAPH * 4}", encoding="utf-8")
+        started = time.perf_counter()
+        call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=io.StringIO())
+        resync_seconds = time.perf_counter() - started
+        ingest_inline(alone, "warm.md", b"# warm\n\nup")  # the same one-time costs on both sides
+        single = ingest_inline(alone, "note-042.md", changed.read_bytes())
+    target.delete()
+    alone.delete()
+    return {
+        "files": 100,
+        "resync_seconds": resync_seconds,
+        "single_file_seconds": single,
+        "resync_vs_single": resync_seconds / single,
+    }
+
+
+def child_rss() -> None:
+    """In a fresh process: ingest a 1,000-page PDF, then print the peak RSS in MB."""
+    setup()
+    target = collection("bench memory")
+    ingest_inline(target, "1000.pdf", make_pdf(1000, 1))
+    target.delete()
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def memory() -> dict[str, float]:
+    output = subprocess.run([sys.executable, __file__, "--child-rss"], capture_output=True, text=True, check=True)
+    return {"pages": 1000, "peak_rss_mb": float(output.stdout.strip().splitlines()[-1])}
+
+
+def plot(results: dict[str, dict[str, float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    bars = [
+        ("pipeline / embedder-only", results["throughput"]["pipeline_vs_embedder"], 0.7, "≥"),
+        ("re-sync 100 files / 1 file", results["resync"]["resync_vs_single"], 1.2, "≤"),
+        ("peak RSS, 1,000 pages (GB)", results["memory"]["peak_rss_mb"] / 1024, 1.5, "<"),
+    ]
+    for axis, (title, value, target, sign) in zip(axes, bars, strict=True):
+        axis.bar(["measured"], [value], color="#1f5fbf")
+        axis.axhline(target, color="#b42318", linestyle="--", label=f"target {sign} {target}")
+        axis.set_title(title, fontsize=10)
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main() -> None:
+    if "--child-rss" in sys.argv:
+        child_rss()
+        return
+    setup()
+    results = {"throughput": throughput(), "resync": resync(), "memory": memory()}
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "ingest.json").write_text(json.dumps(results, indent=2))
+    plot(results, out / "ingest.png")
+    for section, figures in results.items():
+        for key, value in figures.items():
+            print(f"{section:<11} {key:<24} {value:>10.2f}")
+    print("written: bench/results/ingest.json, bench/results/ingest.png")
+
+
+if __name__ == "__main__":
+    main()
