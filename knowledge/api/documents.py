@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
@@ -19,7 +20,7 @@ from rest_framework.views import APIView
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
 from knowledge.api.serializers import DocumentSerializer, PageSerializer
-from knowledge.models import Document, Page
+from knowledge.models import Collection, Document, IndexVersion, Page
 
 COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 UPLOAD_RESULT = inline_serializer(
@@ -125,3 +126,58 @@ class PageRenderView(APIView):
         if not page.render:
             raise Http404
         return FileResponse(page.render.open("rb"), content_type="image/png")
+
+
+class IndexVersionSerializer(serializers.ModelSerializer[IndexVersion]):
+    class Meta:
+        model = IndexVersion
+        fields = ["id", "number", "status", "embedder_id", "dims", "config", "created_at", "built_at", "activated_at"]
+        read_only_fields = fields
+
+
+class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
+    """The collection's index versions, newest first (any member may look)."""
+
+    serializer_class = IndexVersionSerializer
+
+    def get_queryset(self) -> QuerySet[IndexVersion]:
+        if getattr(self, "swagger_fake_view", False):
+            return IndexVersion.objects.none()
+        collection = access_collection(self.request.user, self.kwargs["collection_id"])
+        return IndexVersion.objects.filter(collection=collection).order_by("-number")
+
+    @extend_schema(parameters=[COLLECTION_ID])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class VersionActionView(APIView):
+    """Owners and team admins: `reindex` builds a new version, `rollback` returns to the
+    previous one, `activate` flips to a kept version by number."""
+
+    action_name = ""
+
+    @extend_schema(parameters=[COLLECTION_ID], request=None, responses={200: IndexVersionSerializer})
+    def post(self, request: Request, collection_id: int, number: int | None = None) -> Response:
+        from assistant.providers import registry
+        from ingestion import versions
+
+        collection = access_collection(request.user, collection_id, manage=True)
+        if self.action_name == "reindex":
+            version = versions.start_reindex(collection, registry.text_embedder())
+        elif self.action_name == "rollback":
+            version = versions.rollback(collection)
+        else:
+            version = self._kept_version(collection, number or 0)
+            versions.flip(collection, version)
+            version.refresh_from_db()
+        return Response(IndexVersionSerializer(version).data)
+
+    @staticmethod
+    def _kept_version(collection: Collection, number: int) -> IndexVersion:
+        found = IndexVersion.objects.filter(collection=collection, number=number).first()
+        if found is None:
+            raise Http404
+        if found.status == IndexVersion.Status.BUILDING:
+            raise ValidationError(_("That version is still being built; it becomes active by itself when done."))
+        return found

@@ -15,6 +15,26 @@ urlpatterns = [
         documents.CollectionDocumentsView.as_view(),
         name="collection-documents",
     ),
+    path(
+        "collections/<int:collection_id>/versions/",
+        documents.CollectionVersionsView.as_view(),
+        name="collection-versions",
+    ),
+    path(
+        "collections/<int:collection_id>/reindex/",
+        documents.VersionActionView.as_view(action_name="reindex"),
+        name="collection-reindex",
+    ),
+    path(
+        "collections/<int:collection_id>/rollback/",
+        documents.VersionActionView.as_view(action_name="rollback"),
+        name="collection-rollback",
+    ),
+    path(
+        "collections/<int:collection_id>/versions/<int:number>/activate/",
+        documents.VersionActionView.as_view(action_name="activate"),
+        name="collection-version-activate",
+    ),
     path("documents/<int:pk>/", documents.DocumentView.as_view(), name="document-detail"),
     path("documents/<int:pk>/pages/", documents.DocumentPagesView.as_view(), name="document-pages"),
     path("documents/<int:pk>/original/", documents.DocumentOriginalView.as_view(), name="document-original"),
