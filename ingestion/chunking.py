@@ -12,7 +12,7 @@ from typing import Literal
 from ingestion.parsers.base import BBox, Block, ParsedPage
 
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ".", "!", "?", "；", ";", "，", ",", " ", "")
-ChunkKind = Literal["text", "table", "image"]
+ChunkKind = Literal["text", "table", "image", "summary"]
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,12 @@ def version_chunk_settings(version: IndexVersion) -> ChunkSettings:
 
 def version_config(collection: Collection) -> dict[str, object]:
     chunks = chunk_settings(collection)
-    return {"chunk_size": chunks.size, "chunk_overlap": chunks.overlap, "parser_version": PARSER_VERSION}
+    return {
+        "chunk_size": chunks.size,
+        "chunk_overlap": chunks.overlap,
+        "parser_version": PARSER_VERSION,
+        "page_summaries": bool((collection.settings or {}).get("page_summaries", False)),
+    }
 
 
 def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> IndexVersion:
@@ -235,6 +240,8 @@ def _index_page(
     page: Page, parsed: ParsedPage, version: IndexVersion, embedder: TextEmbedder, settings: ChunkSettings
 ) -> int:
     drafts = chunk_page(parsed, settings)
+    if version.config.get("page_summaries") and len(parsed.text) >= SUMMARY_MIN_CHARS:
+        drafts.append(ChunkDraft("summary", summarize(parsed.text), parsed.number, None, parsed.heading_path))
     vectors = embedder.embed_documents([_embedding_text(d) for d in drafts]) if drafts else []
     rows = []
     for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
@@ -262,6 +269,27 @@ def _index_page(
             index_version=version, page=page, content_sha256=page.content_sha256, chunk_count=len(rows)
         )
     return len(rows)
+
+
+SUMMARY_MIN_CHARS = 200  # shorter pages are their own summary
+SUMMARY_PROMPTS = {
+    "zh": "用两句话概括这一页的主要内容，只输出概括。",
+    "en": "Summarise this page in two sentences. Output only the summary.",
+}
+
+
+def summarize(text: str) -> str:
+    """A short summary of a page by the chat model: found by "what is this page about"
+    questions that no single chunk answers (seed 000's summary recall)."""
+    from assistant.providers import chat_model
+    from assistant.providers.base import ChatMessage
+
+    chinese = sum("\u4e00" <= char <= "\u9fff" for char in text[:2000]) > 20
+    prompt = SUMMARY_PROMPTS["zh" if chinese else "en"]
+    result = chat_model().complete(
+        [ChatMessage("system", prompt), ChatMessage("user", text[:3000])], max_tokens=120, temperature=0.0
+    )
+    return result.text.strip()
 
 
 def _embedding_text(draft: ChunkDraft) -> str:

@@ -208,3 +208,21 @@ def test_it_hides_documents_and_runs_of_other_collections_in_the_admin(client, d
     assert "notes.md" not in client.get("/admin/knowledge/document/").content.decode()
     run = IngestionRun.objects.get()
     assert client.get(f"/admin/ingestion/ingestionrun/{run.pk}/change/").status_code == 404
+
+
+def test_it_adds_a_page_summary_when_the_collection_asks(db, private_collection, embedder):
+    private_collection.settings = {"page_summaries": True}
+    private_collection.save(update_fields=["settings"])
+    text = (
+        "# 差旅制度\n\n"
+        + "员工出差可以报销交通、住宿和餐饮费用，住宿标准按城市分级：一线城市每晚六百元，其他城市四百元。" * 6
+    )
+    _document, run = add(private_collection, "差旅.md", text.encode())
+    run_it(run, embedder)
+    private_collection.refresh_from_db()
+    assert private_collection.active_version is not None
+    assert private_collection.active_version.config["page_summaries"] is True
+    summary = Chunk.objects.get(kind="summary")
+    assert 0 < len(summary.text) < len(text)
+    assert summary.location["heading_path"] == ["差旅制度"]
+    assert summary.embedding is not None
