@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech"]
 ROLES: tuple[Role, ...] = ("embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech")
@@ -35,6 +35,16 @@ class NotAvailable(ProviderError):  # noqa: N818 (a state of the role, not a fau
 class ChatMessage:
     role: Literal["system", "user", "assistant"]
     content: str
+
+
+def message_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """Messages in the {"role", "content"} form every chat API here takes."""
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def json_mode_args(json_mode: bool) -> dict[str, Any]:
+    """The request option that asks an OpenAI-style chat API for a JSON object."""
+    return {"response_format": {"type": "json_object"}} if json_mode else {}
 
 
 @dataclass(frozen=True)

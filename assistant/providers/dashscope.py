@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError
+from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError, json_mode_args, message_dicts
 from assistant.providers.config import RoleConfig
 from assistant.providers.openai_compat import data_url
 from assistant.providers.remote import BatchedTextEmbedder, scores_by_index
@@ -87,10 +87,10 @@ class DashScopeChatModel(_DashScope):
     ) -> ChatResult:
         from dashscope import Generation
 
-        extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+        extra = json_mode_args(json_mode)
         response = self._request(
             Generation.call,
-            messages=_messages(messages),
+            messages=message_dicts(messages),
             result_format="message",
             max_tokens=max_tokens,
             temperature=temperature,
@@ -115,7 +115,7 @@ class DashScopeChatModel(_DashScope):
 
         chunks = self._request(
             Generation.call,
-            messages=_messages(messages),
+            messages=message_dicts(messages),
             result_format="message",
             max_tokens=max_tokens,
             temperature=temperature,
@@ -189,10 +189,6 @@ class DashScopeReranker(_DashScope):
             TextReRank.call, query=query, documents=list(passages), top_n=len(passages), return_documents=False
         )
         return scores_by_index(self.config, response.output.get("results") or [], len(passages))
-
-
-def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages]
 
 
 def _ordered(client: _DashScope, rows: Any, expected: int, index_key: str) -> list[list[float]]:

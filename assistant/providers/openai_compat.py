@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError
+from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError, json_mode_args, message_dicts
 from assistant.providers.config import RoleConfig
 from assistant.providers.remote import BatchedTextEmbedder
 from assistant.providers.retry import with_retries
@@ -93,11 +93,11 @@ class OpenAIChatModel(_Client):
         max_tokens: int = 512,
         temperature: float = 0.2,
     ) -> ChatResult:
-        extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+        extra = json_mode_args(json_mode)
         response = self._call(
             lambda: self.client.chat.completions.create(
                 model=self.config.model,
-                messages=_messages(messages),
+                messages=message_dicts(messages),
                 max_tokens=max_tokens,
                 temperature=temperature,
                 **extra,
@@ -124,7 +124,7 @@ class OpenAIChatModel(_Client):
         chunks = self._call(
             lambda: self.client.chat.completions.create(
                 model=self.config.model,
-                messages=_messages(messages),
+                messages=message_dicts(messages),
                 max_tokens=max_tokens,
                 temperature=temperature,
                 stream=True,
@@ -163,10 +163,6 @@ class OpenAIEmbedder(_Client, BatchedTextEmbedder):
             )
         )
         return [[float(x) for x in row.embedding] for row in sorted(response.data, key=lambda row: row.index)]
-
-
-def _messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    return [{"role": m.role, "content": m.content} for m in messages]
 
 
 def data_url(image: ImageInput) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from assistant.providers.base import ChatMessage, ChatResult, ProviderError
+from assistant.providers.base import ChatMessage, ChatResult, ProviderError, json_mode_args, message_dicts
 from assistant.providers.config import RoleConfig
 from assistant.providers.local.model_files import QWEN_CHAT_1_5B, ensure_model
 
@@ -67,11 +67,11 @@ class LocalChatModel:
         temperature: float = 0.2,
     ) -> ChatResult:
         self._too_long(messages, max_tokens)
-        extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+        extra = json_mode_args(json_mode)
         with self._lock:
             try:
                 response = self._load().create_chat_completion(
-                    messages=[{"role": m.role, "content": m.content} for m in messages],
+                    messages=message_dicts(messages),
                     max_tokens=max_tokens,
                     temperature=temperature,
                     **extra,
@@ -92,7 +92,7 @@ class LocalChatModel:
         self._too_long(messages, max_tokens)
         with self._lock:
             chunks = self._load().create_chat_completion(
-                messages=[{"role": m.role, "content": m.content} for m in messages],
+                messages=message_dicts(messages),
                 max_tokens=max_tokens,
                 temperature=temperature,
                 stream=True,
