@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 from ingestion.encoding import decode_text
 from ingestion.parsers.base import ParseError
@@ -29,6 +31,15 @@ def sniff(path: Path, name: str = "") -> str:
     """The MIME type of the file at `path`; `name` (as uploaded) only tells Markdown from text."""
     with path.open("rb") as handle:
         head = handle.read(8192)
+    return _sniff(head, name, path)
+
+
+def sniff_bytes(data: bytes, name: str = "") -> str:
+    """The same, for a file already in memory (an upload): no copy to disk just to look."""
+    return _sniff(data[:8192], name, io.BytesIO(data))
+
+
+def _sniff(head: bytes, name: str, whole: Path | BinaryIO) -> str:
     if not head:
         raise ParseError("The file is empty.")
     for signature, mime in SIGNATURES:
@@ -41,7 +52,7 @@ def sniff(path: Path, name: str = "") -> str:
     if head.startswith(b"\x1a\x45\xdf\xa3"):
         return "video/webm"
     if head.startswith(b"PK\x03\x04"):
-        return _office_type(path)
+        return _office_type(whole)
     try:
         decode_text(head if len(head) < 8192 else _whole_lines(head))
     except ParseError:
@@ -49,9 +60,9 @@ def sniff(path: Path, name: str = "") -> str:
     return MARKDOWN if name.lower().endswith(MARKDOWN_NAMES) else TEXT
 
 
-def _office_type(path: Path) -> str:
+def _office_type(whole: Path | BinaryIO) -> str:
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(whole) as archive:
             names = set(archive.namelist())
     except zipfile.BadZipFile:
         return "application/octet-stream"

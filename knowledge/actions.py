@@ -7,8 +7,6 @@ Views, serializers, admin and API call these and never repeat their rules.
 from __future__ import annotations
 
 import hashlib
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
@@ -168,7 +166,7 @@ def do_add_document(
     from django.conf import settings
 
     from ingestion.parsers.base import ParseError, parser_for
-    from ingestion.sniff import sniff
+    from ingestion.sniff import sniff_bytes
 
     rel_path = clean_document_path(name)
     limit = settings.MAX_UPLOAD_MB * 1024 * 1024
@@ -181,14 +179,11 @@ def do_add_document(
     existing = Document.objects.filter(collection=collection, rel_path=rel_path).first()
     if existing is not None and existing.sha256 == sha256 and existing.status != Document.Status.FAILED:
         return existing, None
-    with tempfile.NamedTemporaryFile() as probe:
-        probe.write(data)
-        probe.flush()
-        try:
-            mime = sniff(Path(probe.name), rel_path)
-            parser_for(mime)
-        except ParseError as exc:
-            raise ValidationError(f"{rel_path}: {exc}") from None
+    try:
+        mime = sniff_bytes(data, rel_path)
+        parser_for(mime)
+    except ParseError as exc:
+        raise ValidationError(f"{rel_path}: {exc}") from None
     with transaction.atomic():
         document = existing or Document(collection=collection, rel_path=rel_path)
         document.name, document.sha256, document.size, document.mime = (

@@ -117,3 +117,17 @@ def test_it_refuses_a_pdf_over_the_page_limit(tmp_path, settings):
     document.save(path)
     with pytest.raises(ParseError, match="10,000 pages; the limit is 5,000"):
         list(parser_for("application/pdf").pages(path))
+
+
+def test_it_sniffs_bytes_in_memory_as_it_sniffs_files(tmp_path, handbook):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("word/document.xml", "<w:document/>")
+    from ingestion.sniff import DOCX, sniff_bytes
+
+    assert sniff_bytes(buffer.getvalue(), "report.pdf") == DOCX
+    assert sniff_bytes(handbook.read_bytes(), "x.txt") == sniff(handbook) == "application/pdf"
+    assert sniff_bytes("# 标题".encode("gbk"), "a.md") == "text/markdown"
