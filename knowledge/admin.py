@@ -3,17 +3,16 @@ and an object outside that is a 404 there too (no existence leak through the adm
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from knowledge import actions
+from knowledge.feedback import report
 from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Team
 
 
@@ -81,8 +80,7 @@ class CollectionAdmin(VisibleOnlyAdmin):
         from ingestion import versions
 
         for collection in queryset:
-            _report_admin(
-                self,
+            report(
                 request,
                 partial(versions.start_reindex, collection, registry.text_embedder()),
                 _("Building a new index version of “%(name)s”.") % {"name": collection.name},
@@ -93,26 +91,11 @@ class CollectionAdmin(VisibleOnlyAdmin):
         from ingestion import versions
 
         for collection in queryset:
-            _report_admin(
-                self,
+            report(
                 request,
                 partial(versions.rollback, collection),
                 _("“%(name)s” is back on its previous index version.") % {"name": collection.name},
             )
-
-
-def _report_admin(
-    model_admin: admin.ModelAdmin,
-    request: HttpRequest,
-    action: Callable[[], object],
-    success: str,
-) -> None:
-    try:
-        action()
-    except ValidationError as exc:
-        model_admin.message_user(request, " ".join(exc.messages), level=messages.ERROR)
-    else:
-        model_admin.message_user(request, success, level=messages.SUCCESS)
 
 
 @admin.register(ApiToken)
@@ -173,8 +156,7 @@ class IndexVersionAdmin(InCollectionAdmin):
         from ingestion import versions
 
         for version in queryset.exclude(status=IndexVersion.Status.BUILDING):
-            _report_admin(
-                self,
+            report(
                 request,
                 partial(versions.flip, version.collection, version),
                 _("Version %(number)s is now active.") % {"number": version.number},

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -14,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from knowledge import actions
 from knowledge.access import access_collection, access_team, collection_role, role_in_team
+from knowledge.feedback import report
 from knowledge.forms import AddMemberForm, CollectionForm, RenameCollectionForm, RoleForm, TeamForm, TokenForm
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
 from portal.typing import AuthedRequest
@@ -183,9 +182,7 @@ def member_role(request: AuthedRequest, team_id: int, membership_id: int) -> Htt
     membership = _membership_or_404(team, membership_id)
     form = RoleForm(request.POST)
     if form.is_valid():
-        _report(
-            request, lambda: actions.do_change_role(membership, Role(form.cleaned_data["role"])), _("Role changed.")
-        )
+        report(request, lambda: actions.do_change_role(membership, Role(form.cleaned_data["role"])), _("Role changed."))
     return redirect("team", team.pk)
 
 
@@ -194,7 +191,7 @@ def member_role(request: AuthedRequest, team_id: int, membership_id: int) -> Htt
 def member_remove(request: AuthedRequest, team_id: int, membership_id: int) -> HttpResponse:
     team = access_team(request.user, team_id, manage=True)
     membership = _membership_or_404(team, membership_id)
-    _report(request, lambda: actions.do_remove_member(membership), _("Member removed."))
+    report(request, lambda: actions.do_remove_member(membership), _("Member removed."))
     return redirect("team", team.pk)
 
 
@@ -203,16 +200,6 @@ def _membership_or_404(team: Team, membership_id: int) -> Membership:
     if membership is None:
         raise Http404
     return membership
-
-
-def _report(request: AuthedRequest, action: Callable[[], object], success: str) -> None:
-    try:
-        action()
-    except ValidationError as exc:
-        for message in exc.messages:
-            messages.error(request, message)
-    else:
-        messages.success(request, success)
 
 
 @login_required
