@@ -15,8 +15,7 @@ MARKDOWN = "text/markdown"
 TEXT = "text/plain"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-SIGNATURES = (
-    (b"%PDF-", PDF),
+IMAGE_SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
     (b"GIF87a", "image/gif"),
@@ -42,11 +41,11 @@ def sniff_bytes(data: bytes, name: str = "") -> str:
 def _sniff(head: bytes, name: str, whole: Path | BinaryIO) -> str:
     if not head:
         raise ParseError("The file is empty.")
-    for signature, mime in SIGNATURES:
-        if head.startswith(signature):
-            return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
+    if head.startswith(b"%PDF-"):
+        return PDF
+    image = image_type(head)
+    if image:
+        return image
     if head[4:8] == b"ftyp":
         return "video/mp4"
     if head.startswith(b"\x1a\x45\xdf\xa3"):
@@ -58,6 +57,16 @@ def _sniff(head: bytes, name: str, whole: Path | BinaryIO) -> str:
     except ParseError:
         return "application/octet-stream"
     return MARKDOWN if name.lower().endswith(MARKDOWN_NAMES) else TEXT
+
+
+def image_type(head: bytes) -> str | None:
+    """The image MIME type that these first bytes announce, or None for anything else."""
+    for signature, mime in IMAGE_SIGNATURES:
+        if head.startswith(signature):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def _office_type(whole: Path | BinaryIO) -> str:

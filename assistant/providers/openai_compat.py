@@ -167,17 +167,9 @@ class OpenAIEmbedder(_Client, BatchedTextEmbedder):
 
 def data_url(image: ImageInput) -> str:
     """An image as a base64 data URL, the way OpenAI-style vision APIs take it."""
-    if isinstance(image, bytes):
-        data, mime = image, _sniff(image)
-    else:
-        data = Path(image).read_bytes()
-        mime = mimetypes.guess_type(str(image))[0] or _sniff(data)
+    from ingestion.sniff import image_type
+
+    data = image if isinstance(image, bytes) else Path(image).read_bytes()
+    named = None if isinstance(image, bytes) else mimetypes.guess_type(str(image))[0]
+    mime = named or image_type(data[:16]) or "image/jpeg"
     return f"data:{mime};base64,{base64.b64encode(data).decode()}"
-
-
-def _sniff(data: bytes) -> str:
-    if data.startswith(b"\x89PNG"):
-        return "image/png"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return "image/jpeg"

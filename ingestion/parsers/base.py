@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -98,6 +98,3 @@ def supported_types() -> list[str]:
     from ingestion import parsers  # noqa: F401
 
     return sorted(_REGISTRY)
-
-
-Progress = Callable[[int], None]
