@@ -135,6 +135,53 @@ def resync() -> dict[str, float]:
     }
 
 
+def formats() -> dict[str, float]:
+    """Pages per second for each format on small real files (the test generators), with the
+    local OCR and speech models where the format needs them; and OCR seconds per page."""
+    from tests.ingestion import image_files, media_files, office_files, sheet_files
+
+    target = collection("bench formats")
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        samples = {
+            "pdf": ("text.pdf", make_pdf(20, 3)),
+            "markdown": ("notes.md", "\n\n".join(f"# Note {n}\n\n{PARAGRAPH * 3}" for n in range(20)).encode()),
+            "docx": ("handbook.docx", office_files.handbook_docx(folder / "h.docx").read_bytes()),
+            "pptx": ("briefing.pptx", office_files.briefing_pptx(folder / "b.pptx").read_bytes()),
+            "xlsx": ("long.xlsx", sheet_files.long_xlsx(folder / "l.xlsx", rows=1000).read_bytes()),
+            "csv": ("long.csv", sheet_files.long_csv(folder / "l.csv", rows=1000).read_bytes()),
+            "image_ocr": ("invoice.png", image_files.text_image(["Invoice 2024 total 350 yuan", "差旅费用凭发票报销"])),
+            "scanned_pdf_ocr": (
+                "scan.pdf",
+                image_files.scanned_pdf(folder / "s.pdf", ["Reimbursement form", "报销单 2024年5月"] * 4).read_bytes(),
+            ),
+            "video_ocr_speech": ("talk.mp4", media_files.make_video(folder / "t.mp4", seconds=20).read_bytes()),
+        }
+        for label, (name, data) in samples.items():
+            seconds = ingest_inline(target, name, data)
+            from knowledge.models import Document
+
+            pages = Document.objects.get(collection=target, rel_path=name).page_count
+            results[f"{label}_pages"] = pages
+            results[f"{label}_pages_per_s"] = pages / seconds
+    from assistant.providers import registry
+
+    page = image_files.scanned_pdf(Path(tempfile.mkdtemp()) / "o.pdf", ["Reimbursement form 报销单"] * 12)
+    import pymupdf
+
+    with pymupdf.open(page) as document:
+        render = document.load_page(0).get_pixmap(dpi=200).tobytes("png")
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        registry.ocr().read(render)
+        timings.append(time.perf_counter() - started)
+    results["ocr_seconds_per_a4_page"] = sorted(timings)[1]
+    target.delete()
+    return results
+
+
 def child_rss() -> None:
     """In a fresh process: ingest a 1,000-page PDF, then print the peak RSS in MB."""
     setup()
@@ -175,7 +222,7 @@ def main() -> None:
         child_rss()
         return
     setup()
-    results = {"throughput": throughput(), "resync": resync(), "memory": memory()}
+    results = {"throughput": throughput(), "resync": resync(), "memory": memory(), "formats": formats()}
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "ingest.json").write_text(json.dumps(results, indent=2))

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ingestion.parsers.base import BBox, Block, ParsedPage
+from ingestion.parsers.base import BBox, Block, ParsedPage, markdown_row
 
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ".", "!", "?", "；", ";", "，", ",", " ", "")
-ChunkKind = Literal["text", "table", "image", "summary"]
+ChunkKind = Literal["text", "table", "image", "summary", "frame", "notes", "transcript"]
 
 
 @dataclass(frozen=True)
@@ -33,18 +33,28 @@ class ChunkDraft:
     bbox: BBox | None
     heading_path: tuple[str, ...]
     image: bytes | None = field(default=None, repr=False)
+    t_start: float | None = None  # seconds, for video frames and transcripts
+    t_end: float | None = None
 
     @property
     def location(self) -> dict[str, object]:
-        return {
+        location: dict[str, object] = {
             "page": self.page,
             "bbox": list(self.bbox) if self.bbox else None,
             "heading_path": list(self.heading_path),
         }
+        if self.image is not None:  # the stored picture: PageImage of this page with this hash
+            location["image"] = hashlib.sha256(self.image).hexdigest()
+        if self.t_start is not None:
+            location["t_start"] = round(self.t_start, 2)
+            location["t_end"] = round(self.t_end if self.t_end is not None else self.t_start, 2)
+        return location
 
     @property
     def content_sha256(self) -> str:
-        digest = hashlib.sha256(f"{self.kind}\x1f{self.page}\x1f{self.bbox}\x1f".encode())
+        digest = hashlib.sha256(
+            f"{self.kind}\x1f{self.page}\x1f{self.bbox}\x1f{self.t_start}:{self.t_end}\x1f".encode()
+        )
         digest.update("\x1f".join(self.heading_path).encode() + b"\x1e" + self.text.encode())
         if self.image is not None:
             digest.update(hashlib.sha256(self.image).digest())
@@ -55,7 +65,7 @@ def chunk_page(page: ParsedPage, settings: ChunkSettings | None = None) -> list[
     settings = settings or ChunkSettings()
     path = list(page.heading_path)
     drafts: list[ChunkDraft] = []
-    run: list[Block] = []  # consecutive text blocks under one heading
+    run: list[Block] = []  # consecutive text blocks of one kind under one heading
 
     def flush() -> None:
         drafts.extend(_text_chunks(run, page.number, tuple(path), settings))
@@ -66,8 +76,13 @@ def chunk_page(page: ParsedPage, settings: ChunkSettings | None = None) -> list[
             flush()
             if not path or path[-1] != block.text:  # a section's own heading is already in its path
                 path[:] = [*path[: max(block.level - 1, 0)], block.text]
-        elif block.kind == "text":
-            run.append(block)
+        elif block.kind in ("text", "notes"):
+            if run and _run_kind(run[-1]) != _run_kind(block):
+                flush()
+            if block.text:
+                run.append(block)
+        elif block.kind == "audio":
+            continue  # speech recognition turns audio into text blocks before chunking
         else:
             flush()
             drafts.extend(_other_chunks(block, page.number, tuple(path), settings))
@@ -75,36 +90,63 @@ def chunk_page(page: ParsedPage, settings: ChunkSettings | None = None) -> list[
     return drafts
 
 
+def _run_kind(block: Block) -> ChunkKind:
+    if block.kind == "notes":
+        return "notes"
+    return "transcript" if block.t_start is not None else "text"
+
+
 def _text_chunks(blocks: list[Block], page: int, path: tuple[str, ...], settings: ChunkSettings) -> list[ChunkDraft]:
     if not blocks:
         return []
+    kind = _run_kind(blocks[0])
     text, ranges = "", []
     for block in blocks:
         if text:
             text += "\n\n"
-        ranges.append((len(text), len(text) + len(block.text), block.bbox))
+        ranges.append((len(text), len(text) + len(block.text), block))
         text += block.text
     drafts = []
     for start, end in split_text(text, settings.size, settings.overlap):
-        boxes = [bbox for s, e, bbox in ranges if s < end and e > start and bbox]
-        drafts.append(ChunkDraft("text", text[start:end], page, _union(boxes), path))
+        covered = [block for s, e, block in ranges if s < end and e > start]
+        starts = [b.t_start for b in covered if b.t_start is not None]
+        ends = [b.t_end if b.t_end is not None else b.t_start for b in covered if b.t_start is not None]
+        drafts.append(
+            ChunkDraft(
+                kind,
+                text[start:end],
+                page,
+                _union([block.bbox for block in covered]),
+                path,
+                t_start=min(starts) if starts else None,
+                t_end=max(e for e in ends if e is not None) if starts else None,
+            )
+        )
     return drafts
 
 
 def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: ChunkSettings) -> list[ChunkDraft]:
     if block.kind == "image":
-        # An image is indexed by the words around or in it; with none yet (OCR comes later), skip it.
-        return [ChunkDraft("image", block.text, page, block.bbox, path, image=block.image)] if block.text else []
+        # An image is indexed by the words around it, in it (OCR) and about it (a vision caption);
+        # with none of those there is nothing to find it by.
+        if not block.text:
+            return []
+        kind: ChunkKind = "frame" if block.t_start is not None else "image"
+        return [
+            ChunkDraft(
+                kind, block.text, page, block.bbox, path, image=block.image, t_start=block.t_start, t_end=block.t_end
+            )
+        ]
     if len(block.text) <= settings.size * 2 or len(block.cells) < 3:
         return [ChunkDraft("table", block.text, page, block.bbox, path)]
     # A long table: groups of rows, each repeating the header so it reads on its own.
     header, *rows = block.cells
-    head = _markdown_row(header) + "\n" + "|" + "---|" * len(header)
+    head = markdown_row(header) + "\n" + "|" + "---|" * len(header)
     drafts: list[ChunkDraft] = []
     group: list[str] = []
     length = len(head)
     for row in rows:
-        line = _markdown_row(row)
+        line = markdown_row(row)
         if group and length + len(line) + 1 > settings.size * 2:
             drafts.append(ChunkDraft("table", head + "\n" + "\n".join(group), page, block.bbox, path))
             group, length = [], len(head)
@@ -113,10 +155,6 @@ def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
     if group:
         drafts.append(ChunkDraft("table", head + "\n" + "\n".join(group), page, block.bbox, path))
     return drafts
-
-
-def _markdown_row(cells: tuple[str, ...]) -> str:
-    return "|" + "|".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + "|"
 
 
 def split_text(text: str, size: int, overlap: int) -> list[tuple[int, int]]:

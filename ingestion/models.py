@@ -62,3 +62,28 @@ class IngestionRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.document or self.collection} ({self.status})"
+
+
+class DerivedText(models.Model):
+    """What a model read from one input (OCR of an image, speech of a clip, a vision caption),
+    cached by the input's hash: re-ingesting a changed file, rebuilding an index version or
+    re-running a failed document never pays twice for the same picture or clip."""
+
+    class Task(models.TextChoices):
+        OCR = "ocr", _("OCR")
+        SPEECH = "speech", _("Speech")
+        CAPTION = "caption", _("Caption")
+
+    task = models.CharField(_("task"), max_length=10, choices=Task.choices)
+    model_id = models.CharField(_("model"), max_length=200)
+    input_sha256 = models.CharField(max_length=64)
+    output = models.JSONField(_("output"))
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "model_id", "input_sha256"], name="derived_text_unique")]
+        verbose_name = _("derived text")
+        verbose_name_plural = _("derived texts")
+
+    def __str__(self) -> str:
+        return f"{self.task} {self.input_sha256[:12]} by {self.model_id}"

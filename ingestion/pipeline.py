@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import connection, transaction
 from django.db.models import F, Func, IntegerField, Max, Q
@@ -24,15 +25,25 @@ from django.utils import timezone
 
 from assistant.providers.base import ProviderError, TextEmbedder, check_dims
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
+from ingestion.enrich import enrich
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParsedPage, ParseError, parser_for
 from ingestion.terms import terms
 from knowledge.events import send_collection_event_on_commit
-from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage, IndexVersion, Page
+from knowledge.models import (
+    Chunk,
+    Collection,
+    Document,
+    IndexedDocument,
+    IndexedPage,
+    IndexVersion,
+    Page,
+    PageImage,
+)
 
 log = logging.getLogger(__name__)
 EVENT_INTERVAL = 0.3  # seconds between progress events for one run
-PARSER_VERSION = 1  # bump when parsing changes what pages contain: a new index version follows
+PARSER_VERSION = 2  # bump when parsing changes what pages contain: a new index version follows
 
 
 class CancelledError(Exception):
@@ -189,12 +200,13 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     for parsed in parser.pages(Path(document.file.path)):
         page = _save_page(document, parsed)
         numbers.append(parsed.number)
-        for version in pending:
-            if _page_valid(page, version):
-                kept += 1
-                continue
-            written += _index_page(page, parsed, version, embedder, version_chunk_settings(version))
-            indexed += 1
+        stale = [version for version in pending if not _page_valid(page, version)]
+        kept += len(pending) - len(stale)
+        if stale:
+            enriched = _enriched(page, parsed)
+            for version in stale:
+                written += _index_page(page, enriched, version, embedder, version_chunk_settings(version))
+                indexed += 1
         if _progress(run, len(numbers), last_event):
             last_event = time.monotonic()
     _finish_document(document, pending, numbers)
@@ -216,13 +228,53 @@ def _save_page(document: Document, parsed: ParsedPage) -> Page:
         page.kind, page.content_sha256 = parsed.kind, parsed.content_sha256
         page.heading_path, page.text = list(parsed.heading_path), parsed.text
         page.width, page.height, page.needs_ocr = parsed.width, parsed.height, parsed.needs_ocr
+        page.meta = dict(parsed.meta)
         old = page.render.name if page.render else None
         if parsed.render:
             page.render.save(f"{parsed.number}.png", ContentFile(parsed.render), save=False)
+        else:
+            page.render = None  # drawn again from the new file on first view
         page.save()
         if old and old != page.render.name:
             page.render.storage.delete(old)
+        _save_images(page, parsed)
+    elif any(block.kind == "image" for block in parsed.blocks) and not page.images.exists():
+        _save_images(page, parsed)  # indexed before pictures were kept
     return page
+
+
+def _enriched(page: Page, parsed: ParsedPage) -> ParsedPage:
+    """The page with what models read from it (OCR, speech, captions); its text as shown in
+    citations includes those words. Pages with nothing for a model to read pass through."""
+    if not parsed.needs_ocr and not any(block.kind in ("image", "audio") for block in parsed.blocks):
+        return parsed
+    enriched = enrich(parsed, language=settings.LANGUAGE_CODE)
+    if enriched.text != page.text:
+        page.text = enriched.text
+        Page.objects.filter(pk=page.pk).update(text=enriched.text)
+    return enriched
+
+
+def _save_images(page: Page, parsed: ParsedPage) -> None:
+    """Keep the page's pictures (embedded images, photos, video frames) for answers to show,
+    stored once per picture; pictures the page no longer has are removed with their files."""
+    wanted = {
+        hashlib.sha256(block.image).hexdigest(): block
+        for block in parsed.blocks
+        if block.kind == "image" and block.image is not None
+    }
+    for old in PageImage.objects.filter(page=page).exclude(sha256__in=wanted):
+        old.file.delete(save=False)
+        old.delete()
+    have = set(PageImage.objects.filter(page=page).values_list("sha256", flat=True))
+    for digest, block in wanted.items():
+        if digest in have:
+            continue
+        image = PageImage(
+            page=page, sha256=digest, bbox=list(block.bbox) if block.bbox else None, t_start=block.t_start
+        )
+        image.file.save(f"{digest}.png", ContentFile(block.image or b""), save=False)
+        image.save()
 
 
 def _page_valid(page: Page, version: IndexVersion) -> bool:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import Path
 from typing import BinaryIO
+
+from django.utils.translation import gettext as _
 
 from ingestion.encoding import decode_text
 from ingestion.parsers.base import ParseError
@@ -15,6 +18,13 @@ MARKDOWN = "text/markdown"
 TEXT = "text/plain"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+CSV = "text/csv"
+VTT = "text/vtt"
+SRT = "application/x-subrip"
+MP4, WEBM, MOV = "video/mp4", "video/webm", "video/quicktime"
+# Not a file type: a link to a video elsewhere (URL, title, description), stored as JSON.
+VIDEO_LINK = "application/x-portal-video-link"
 IMAGE_SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -24,6 +34,8 @@ IMAGE_SIGNATURES = (
     (b"MM\x00*", "image/tiff"),
 )
 MARKDOWN_NAMES = (".md", ".markdown", ".mdown")
+CSV_NAMES = (".csv", ".tsv")
+SRT_CUE = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\d+\s*\r?\n\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->")
 
 
 def sniff(path: Path, name: str = "") -> str:
@@ -40,23 +52,35 @@ def sniff_bytes(data: bytes, name: str = "") -> str:
 
 def _sniff(head: bytes, name: str, whole: Path | BinaryIO) -> str:
     if not head:
-        raise ParseError("The file is empty.")
+        raise ParseError(_("The file is empty."))
     if head.startswith(b"%PDF-"):
         return PDF
     image = image_type(head)
     if image:
         return image
     if head[4:8] == b"ftyp":
-        return "video/mp4"
+        return MOV if head[8:12] == b"qt  " else MP4
+    if head[4:8] in (b"moov", b"mdat", b"wide", b"free"):  # QuickTime files without ftyp
+        return MOV
     if head.startswith(b"\x1a\x45\xdf\xa3"):
-        return "video/webm"
+        return WEBM
     if head.startswith(b"PK\x03\x04"):
         return _office_type(whole)
     try:
         decode_text(head if len(head) < 8192 else _whole_lines(head))
     except ParseError:
         return "application/octet-stream"
-    return MARKDOWN if name.lower().endswith(MARKDOWN_NAMES) else TEXT
+    return _text_type(head, name.lower())
+
+
+def _text_type(head: bytes, name: str) -> str:
+    if head.lstrip(b"\xef\xbb\xbf").startswith(b"WEBVTT"):
+        return VTT
+    if SRT_CUE.match(head):
+        return SRT
+    if name.endswith(CSV_NAMES):
+        return CSV
+    return MARKDOWN if name.endswith(MARKDOWN_NAMES) else TEXT
 
 
 def image_type(head: bytes) -> str | None:
@@ -79,6 +103,8 @@ def _office_type(whole: Path | BinaryIO) -> str:
         return DOCX
     if "ppt/presentation.xml" in names:
         return PPTX
+    if "xl/workbook.xml" in names:
+        return XLSX
     return "application/zip"
 
 

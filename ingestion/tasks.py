@@ -42,3 +42,11 @@ def requeue_stale_runs() -> int:
     """Run by beat every minute."""
     stale_after = timedelta(minutes=settings.RUN_STALE_MINUTES)
     return len(pipeline.requeue_stale_runs(stale_after))
+
+
+@shared_task(name="ingestion.reindex_outdated")
+def reindex_outdated() -> int:
+    """Run by beat every few minutes: a changed embedder or chunk settings get a new version."""
+    from ingestion.versions import reindex_outdated as start
+
+    return len(start(registry.text_embedder()))

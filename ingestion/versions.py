@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 from assistant.providers.base import TextEmbedder
 from ingestion.models import IngestionRun
-from ingestion.pipeline import create_version
+from ingestion.pipeline import create_version, version_config
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Collection, Document, IndexedDocument, IndexVersion
 
@@ -34,6 +34,25 @@ def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bo
                 enqueue_run(run)
     complete_build_if_done(version)  # an empty collection is built at once
     return version
+
+
+def reindex_outdated(embedder: TextEmbedder) -> list[IndexVersion]:
+    """A new version for each collection whose active one was built with another embedder or
+    other chunking or parsing settings than it would get now; the old one serves meanwhile."""
+    started = []
+    outdated = Collection.objects.filter(active_version__isnull=False).exclude(
+        index_versions__status=IndexVersion.Status.BUILDING
+    )
+    for collection in outdated.select_related("active_version"):
+        active = collection.active_version
+        assert active is not None
+        if active.embedder_id == embedder.model_id and active.config == version_config(collection):
+            continue
+        try:
+            started.append(start_reindex(collection, embedder))
+        except ValidationError:
+            continue  # a build started meanwhile
+    return started
 
 
 def complete_build_if_done(version: IndexVersion) -> bool:

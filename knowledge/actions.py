@@ -7,21 +7,27 @@ Views, serializers, admin and API call these and never repeat their rules.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import ContentFile
+from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from ingestion.models import IngestionRun
-from knowledge.models import ApiToken, Collection, Document, Membership, Role, Team
+from knowledge.models import ApiToken, Collection, Document, Membership, PageImage, Role, Team
 from knowledge.models.tokens import hash_key, new_key
 
 if TYPE_CHECKING:
     from portal.models import User
+
+VIDEO_LINK_URL_MAX = 2000
+VIDEO_LINK_TITLE_MAX = 150  # the document is named after it, and names stop at 200 characters
+VIDEO_LINK_DESCRIPTION_MAX = 5000
 
 
 # Teams and members
@@ -151,18 +157,29 @@ def clean_document_path(name: str) -> str:
     each part at most 200 characters. Unicode names are kept as they are."""
     name = "".join(char for char in name if char.isprintable() or char == "/").replace("\\", "/")
     parts = [part.strip() for part in name.split("/") if part.strip() not in ("", ".", "..")]
-    parts = [part[:200] for part in parts]
+    parts = [_shorten(part, 200) for part in parts]
     if not parts:
         raise ValidationError(_("The file needs a name."))
-    return "/".join(parts)[:1024]
+    return "/".join(parts)[-1024:]
+
+
+def _shorten(part: str, limit: int) -> str:
+    """At most `limit` characters, keeping the extension (it tells Markdown from text)."""
+    if len(part) <= limit:
+        return part
+    stem, dot, extension = part.rpartition(".")
+    if dot and stem and len(extension) <= 10:
+        return stem[: limit - len(extension) - 1].rstrip() + "." + extension
+    return part[:limit]
 
 
 def do_add_document(
-    collection: Collection, name: str, data: bytes, *, enqueue: bool = True
+    collection: Collection, name: str, data: bytes, *, enqueue: bool = True, mime: str | None = None
 ) -> tuple[Document, IngestionRun | None]:
     """Store a file as a document of the collection (replacing one at the same path) and queue
     its ingestion (`enqueue=False`: the caller runs it); an identical file at the same path
-    changes nothing and queues no run."""
+    changes nothing and queues no run. `mime` is for content that is no file type of its own
+    (a video link); otherwise the type is sniffed from the content."""
     from django.conf import settings
 
     from ingestion.parsers.base import ParseError, parser_for
@@ -180,7 +197,7 @@ def do_add_document(
     if existing is not None and existing.sha256 == sha256 and existing.status != Document.Status.FAILED:
         return existing, None
     try:
-        mime = sniff_bytes(data, rel_path)
+        mime = mime or sniff_bytes(data, rel_path)
         parser_for(mime)
     except ParseError as exc:
         raise ValidationError(f"{rel_path}: {exc}") from None
@@ -201,6 +218,39 @@ def do_add_document(
     return document, run
 
 
+def do_add_video_link(
+    collection: Collection, url: str, title: str, description: str = "", *, enqueue: bool = True
+) -> tuple[Document, IngestionRun | None]:
+    """A link to a video kept elsewhere, stored as a small JSON document named after its
+    title (adding the same title again replaces it) and ingested like a file."""
+    from ingestion.sniff import VIDEO_LINK
+
+    url, title, description = check_video_link(url, title, description)
+    data = json.dumps({"url": url, "title": title, "description": description}, ensure_ascii=False).encode()
+    name = title.replace("/", "-").replace("\\", "-") + ".link"
+    return do_add_document(collection, name, data, enqueue=enqueue, mime=VIDEO_LINK)
+
+
+def check_video_link(url: str, title: str, description: str) -> tuple[str, str, str]:
+    """The link's URL, title and description, tidied; ValidationError when one is unusable."""
+    url, title, description = (url or "").strip(), " ".join((title or "").split()), (description or "").strip()
+    if len(url) > VIDEO_LINK_URL_MAX:
+        raise ValidationError(_("The link can be at most %(limit)s characters long.") % {"limit": VIDEO_LINK_URL_MAX})
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except ValidationError:
+        raise ValidationError(_("Enter the video's web address, starting with http:// or https://.")) from None
+    if not title:
+        raise ValidationError(_("A title is required."))
+    if len(title) > VIDEO_LINK_TITLE_MAX:
+        raise ValidationError(_("Titles can be at most %(limit)s characters long.") % {"limit": VIDEO_LINK_TITLE_MAX})
+    if len(description) > VIDEO_LINK_DESCRIPTION_MAX:
+        raise ValidationError(
+            _("Descriptions can be at most %(limit)s characters long.") % {"limit": VIDEO_LINK_DESCRIPTION_MAX}
+        )
+    return url, title, description
+
+
 def enqueue_run(run: IngestionRun) -> None:
     """Queue the run's task once the transaction that created it commits."""
     from ingestion.tasks import ingest_document
@@ -210,7 +260,11 @@ def enqueue_run(run: IngestionRun) -> None:
 
 def do_delete_document(document: Document) -> None:
     """The document, its pages, chunks and files; queued runs for it go with it."""
-    files = [document.file.name, *(name for name in document.pages.values_list("render", flat=True) if name)]
+    files = [
+        document.file.name,
+        *(name for name in document.pages.values_list("render", flat=True) if name),
+        *PageImage.objects.filter(page__document=document).values_list("file", flat=True),
+    ]
     storage = document.file.storage
     collection_id, pk = document.collection_id, document.pk
     with transaction.atomic():

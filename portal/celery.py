@@ -13,4 +13,5 @@ app.conf.task_routes = {"ingestion.*": {"queue": "ingest"}}
 app.conf.beat_schedule = {
     "worker-heartbeat": {"task": "portal.tasks.heartbeat", "schedule": 30.0},
     "requeue-stale-runs": {"task": "ingestion.requeue_stale_runs", "schedule": 60.0},
+    "reindex-outdated": {"task": "ingestion.reindex_outdated", "schedule": 300.0},
 }

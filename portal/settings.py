@@ -228,6 +228,13 @@ MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()
 RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
 # The most pages one document may have (a 10,000-page PDF of blank pages is refused).
 MAX_PAGES = env_int("PORTAL_MAX_PAGES", 5000, minimum=1)
+# Office files (zip archives) may unpack to at most this much: zip bombs are refused.
+MAX_UNZIPPED_MB = env_int("PORTAL_MAX_UNZIPPED_MB", 500, minimum=1)
+# Images larger than this many megapixels are refused (decompression bombs).
+MAX_IMAGE_MEGAPIXELS = env_int("PORTAL_MAX_IMAGE_MEGAPIXELS", 100, minimum=1)
+# Videos and recordings longer than this are refused; frames per video are capped.
+MAX_MEDIA_MINUTES = env_int("PORTAL_MAX_MEDIA_MINUTES", 240, minimum=1)
+MAX_VIDEO_FRAMES = env_int("PORTAL_MAX_VIDEO_FRAMES", 240, minimum=1)
 # Retired index versions kept for rollback, per collection.
 KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
 

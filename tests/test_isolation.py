@@ -13,7 +13,7 @@ from django.core.files.base import ContentFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from knowledge import actions
-from knowledge.models import Page
+from knowledge.models import Page, PageImage
 from portal.routing import websocket_urlpatterns
 
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
@@ -46,6 +46,7 @@ API: dict[str, dict[str, str]] = {
     "team-member-list": {"team_pk": "team"},
     "team-member-detail": {"team_pk": "team", "pk": "membership"},
     "collection-documents": {"collection_id": "private"},
+    "collection-links": {"collection_id": "private"},
     "collection-versions": {"collection_id": "private"},
     "collection-reindex": {"collection_id": "private"},
     "collection-rollback": {"collection_id": "private"},
@@ -54,6 +55,7 @@ API: dict[str, dict[str, str]] = {
     "document-pages": {"pk": "document"},
     "document-original": {"pk": "document"},
     "page-render": {"pk": "page"},
+    "page-image": {"pk": "page", "sha256": "image"},
 }
 WEBSOCKETS = {"ws/collections/<int:collection_id>/"}  # tests/portal/test_stack.py: 4401 / 4404
 SECRETS = ["Alice&#x27;s notes", "Alice's notes", "Team handbook", "alice@example.com", "Research"]
@@ -86,14 +88,17 @@ def media(settings, tmp_path):
 
 
 @pytest.fixture
-def objects(alice, bob, team, private_collection, team_collection) -> dict[str, int]:
+def objects(alice, bob, team, private_collection, team_collection) -> dict[str, Any]:
     token, _key = actions.do_create_token(alice, "alice's integration")
     document, _run = actions.do_add_document(private_collection, "Alice's notes.md", b"# Alice's notes\n\nsecret")
     page = Page.objects.create(
         document=document, number=1, kind="section", content_sha256="0" * 64, text="Alice's notes"
     )
     page.render.save("1.png", ContentFile(b"\x89PNG alice"))
+    image = PageImage(page=page, sha256="a" * 64)
+    image.file.save("a.png", ContentFile(b"\x89PNG alice's picture"))
     return {
+        "image": image.sha256,
         "document": document.pk,
         "page": page.pk,
         "version_number": 1,
@@ -105,7 +110,7 @@ def objects(alice, bob, team, private_collection, team_collection) -> dict[str, 
     }
 
 
-def _url(name: str, args: dict[str, str], objects: dict[str, int]) -> str:
+def _url(name: str, args: dict[str, str], objects: dict[str, Any]) -> str:
     from django.urls import reverse
 
     return reverse(name, kwargs={key: objects[value] for key, value in args.items()})

@@ -1,5 +1,1 @@
-"""One module per format; importing this package registers them all (see base.parser_for)."""
-
-from ingestion.parsers import pdf, text
-
-__all__ = ["pdf", "text"]
+"""One module per format (see base.parser_for, which imports them all through `formats`)."""

@@ -9,13 +9,16 @@ act on; they never return empty content for a file they could not read.
 from __future__ import annotations
 
 import hashlib
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
-BlockKind = Literal["heading", "text", "table", "image"]
+from django.utils.translation import gettext as _
+
+BlockKind = Literal["heading", "text", "table", "image", "notes", "audio"]
 PageKind = Literal["pdf_page", "slide", "section", "image", "video_segment", "text_block"]
 BBox = tuple[float, float, float, float]
 
@@ -32,6 +35,12 @@ class Block:
     level: int = 0  # heading level, 1 = top
     cells: tuple[tuple[str, ...], ...] = ()  # a table's rows
     image: bytes | None = field(default=None, repr=False)  # an image block's PNG
+    # An image whose words OCR should read (photos, scans, slides' pictures, video frames).
+    read_text: bool = False
+    # An audio block: 16 kHz mono WAV that speech recognition turns into timed text.
+    audio: bytes | None = field(default=None, repr=False)
+    t_start: float | None = None  # seconds from the start of a video or recording
+    t_end: float | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,9 @@ class ParsedPage:
     height: float | None = None
     render: bytes | None = field(default=None, repr=False)  # PNG, for citations
     needs_ocr: bool = False  # no usable text layer: the OCR stage reads the render
+    # What the file says about the page beyond its content: EXIF date and orientation, a
+    # video's duration, a link's URL. Shown with citations; part of the content hash.
+    meta: dict[str, object] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -56,12 +68,15 @@ class ParsedPage:
         for part in self.heading_path:
             digest.update(b"\x1fh" + part.encode())
         for block in self.blocks:
-            digest.update(f"\x1e{block.kind}:{block.level}:{block.bbox}".encode())
+            digest.update(f"\x1e{block.kind}:{block.level}:{block.bbox}:{block.t_start}:{block.t_end}".encode())
+            digest.update(b"r" if block.read_text else b"-")
             digest.update(block.text.encode())
             for row in block.cells:
                 digest.update(b"\x1d" + "\x1f".join(row).encode())
-            if block.image is not None:
-                digest.update(hashlib.sha256(block.image).digest())
+            for media in (block.image, block.audio):
+                if media is not None:
+                    digest.update(hashlib.sha256(media).digest())
+        digest.update(json.dumps(self.meta, sort_keys=True, default=str).encode())
         digest.update(b"\x1cocr" if self.needs_ocr else b"\x1ctext")
         return digest.hexdigest()
 
@@ -85,16 +100,29 @@ def register(parser: type[Parser]) -> type[Parser]:
     return parser
 
 
+def markdown_row(cells: Sequence[str]) -> str:
+    return "|" + "|".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + "|"
+
+
+def markdown_table(rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table with the first row as its header: how every parser writes tables."""
+    lines = [markdown_row(row) for row in rows]
+    return "\n".join([lines[0], "|" + "---|" * len(rows[0]), *lines[1:]])
+
+
 def parser_for(mime: str) -> Parser:
-    from ingestion import parsers  # noqa: F401  (imports every format module, which registers it)
+    from ingestion.parsers import formats  # noqa: F401  (imports every format module, which registers it)
 
     parser = _REGISTRY.get(mime)
     if parser is None:
-        raise ParseError(f"Files of type {mime} cannot be indexed (supported: {', '.join(sorted(_REGISTRY))}).")
+        raise ParseError(
+            _("Files of type %(type)s cannot be indexed (supported: %(supported)s).")
+            % {"type": mime, "supported": ", ".join(sorted(_REGISTRY))}
+        )
     return parser()
 
 
 def supported_types() -> list[str]:
-    from ingestion import parsers  # noqa: F401
+    from ingestion.parsers import formats  # noqa: F401
 
     return sorted(_REGISTRY)

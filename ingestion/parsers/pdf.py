@@ -10,14 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, register
 
-RENDER_DPI = 110
+RENDER_DPI = 110  # pictures PyMuPDF cannot extract alone are drawn from the page at this size
+OCR_DPI = 200  # pages the OCR reads are rendered sharper: small print needs the pixels
 MIN_IMAGE_PX = 64  # smaller images are icons and rules, not content
 BAND = 0.06  # top and bottom share of the page where running headers and footers live
 HEADING_RATIO = 1.2  # a line this much larger than the body text is a heading
 MIN_TEXT_CHARS = 20  # fewer characters than this and the page is read by OCR instead
+MOSTLY_IMAGE = 0.6  # pictures cover this share of a page with little text: OCR reads it too
+LITTLE_TEXT_CHARS = 200
 
 
 @register
@@ -30,16 +34,19 @@ class PdfParser(Parser):
         try:
             document = pymupdf.open(path, filetype="pdf")
         except Exception as exc:  # PyMuPDF raises several types for a damaged file
-            raise ParseError(f"The PDF cannot be opened: it is damaged or not really a PDF ({exc}).") from exc
+            raise ParseError(_("The PDF cannot be opened: it is damaged or not really a PDF (%s).") % exc) from exc
         with document:
             if document.needs_pass:
-                raise ParseError("The PDF is password-protected: remove the password and upload it again.")
+                raise ParseError(_("The PDF is password-protected: remove the password and upload it again."))
             if document.page_count == 0:
-                raise ParseError("The PDF has no pages.")
+                raise ParseError(_("The PDF has no pages."))
             if document.page_count > settings.MAX_PAGES:
                 raise ParseError(
-                    f"The PDF has {document.page_count:,} pages; the limit is {settings.MAX_PAGES:,} "
-                    "(PORTAL_MAX_PAGES). Split it into smaller files."
+                    _(
+                        "The PDF has %(pages)s pages; the limit is %(limit)s (PORTAL_MAX_PAGES). "
+                        "Split it into smaller files."
+                    )
+                    % {"pages": f"{document.page_count:,}", "limit": f"{settings.MAX_PAGES:,}"}
                 )
             for index in range(document.page_count):
                 try:
@@ -48,7 +55,9 @@ class PdfParser(Parser):
                 except ParseError:
                     raise
                 except Exception as exc:
-                    raise ParseError(f"Page {index + 1} of the PDF cannot be read: {exc}") from exc
+                    raise ParseError(
+                        _("Page %(number)s of the PDF cannot be read: %(error)s") % {"number": index + 1, "error": exc}
+                    ) from exc
 
 
 def _parse_page(page: Any, number: int) -> ParsedPage:
@@ -63,15 +72,18 @@ def _parse_page(page: Any, number: int) -> ParsedPage:
     blocks += _image_blocks(page, [b for b in raw if b.get("type") == 1], texts)
     blocks.sort(key=lambda block: (round((block.bbox or (0, 0, 0, 0))[1]), (block.bbox or (0, 0, 0, 0))[0]))
     chars = sum(len(block.text) for block in blocks if block.kind in ("heading", "text", "table"))
-    images = [block for block in blocks if block.kind == "image"] or [b for b in raw if b.get("type") == 1]
+    pictures = [b["bbox"] for b in raw if b.get("type") == 1]
+    covered = sum(max(x1 - x0, 0) * max(y1 - y0, 0) for x0, y0, x1, y1 in pictures) / (width * height or 1)
+    needs_ocr = bool(pictures) and (chars < MIN_TEXT_CHARS or (covered >= MOSTLY_IMAGE and chars < LITTLE_TEXT_CHARS))
     return ParsedPage(
         number=number,
         kind="pdf_page",
         blocks=tuple(blocks),
         width=width,
         height=height,
-        render=page.get_pixmap(dpi=RENDER_DPI).tobytes("png"),
-        needs_ocr=chars < MIN_TEXT_CHARS and bool(images),
+        # Only the OCR needs a render now; citations get theirs on first view (knowledge.renders).
+        render=page.get_pixmap(dpi=OCR_DPI).tobytes("png") if needs_ocr else None,
+        needs_ocr=needs_ocr,
     )
 
 

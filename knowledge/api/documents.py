@@ -1,5 +1,5 @@
-"""Documents through the API: upload (multipart, many files), list, status, pages, delete,
-download the original, fetch a page render. Every lookup goes through the access helpers."""
+"""Documents through the API: upload (multipart, many files), add a video link, list, status,
+pages, delete, download the original, fetch a page render. Every lookup goes through the access helpers."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from rest_framework.views import APIView
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
 from knowledge.api.serializers import DocumentSerializer, PageSerializer
-from knowledge.models import Collection, Document, IndexVersion, Page
+from knowledge.models import Collection, Document, IndexVersion, Page, PageImage
+from knowledge.renders import ensure_render
 
 COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 UPLOAD_RESULT = inline_serializer(
@@ -33,6 +34,17 @@ UPLOAD_RESULT = inline_serializer(
         "error": serializers.CharField(allow_blank=True),
     },
     many=True,
+)
+
+LINK_RESULT = inline_serializer(
+    "LinkResult",
+    {
+        "name": serializers.CharField(),
+        "document": serializers.IntegerField(),
+        "run": serializers.IntegerField(allow_null=True),
+        "unchanged": serializers.BooleanField(),
+        "error": serializers.CharField(allow_blank=True),
+    },
 )
 
 
@@ -90,6 +102,34 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
         return Response(results, status=status.HTTP_201_CREATED if ok else status.HTTP_400_BAD_REQUEST)
 
 
+class VideoLinkSerializer(serializers.Serializer[None]):
+    # Lengths and the URL's scheme are checked by actions.check_video_link, with its messages.
+    url = serializers.CharField(trim_whitespace=True)
+    title = serializers.CharField(trim_whitespace=True)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CollectionLinksView(APIView):
+    """POST (editors): add a link to a video kept elsewhere (URL, title, description); its
+    title and description become searchable and answers cite the URL."""
+
+    @extend_schema(parameters=[COLLECTION_ID], request=VideoLinkSerializer, responses={201: LINK_RESULT})
+    def post(self, request: Request, collection_id: int) -> Response:
+        collection = access_collection(request.user, collection_id, write=True)
+        form = VideoLinkSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        document, run = actions.do_add_video_link(collection, data["url"], data["title"], data["description"])
+        result = {
+            "name": document.name,
+            "document": document.pk,
+            "run": run.pk if run else None,
+            "unchanged": run is None,
+            "error": "",
+        }
+        return Response(result, status=status.HTTP_201_CREATED)
+
+
 class DocumentView(generics.RetrieveDestroyAPIView[Document]):
     serializer_class = DocumentSerializer
 
@@ -107,7 +147,7 @@ class DocumentPagesView(generics.ListAPIView[Page]):
         if getattr(self, "swagger_fake_view", False):
             return Page.objects.none()
         document = access_document(self.request.user, self.kwargs["pk"])
-        return Page.objects.filter(document=document).order_by("number")
+        return Page.objects.filter(document=document).select_related("document").prefetch_related("images")
 
 
 class DocumentOriginalView(APIView):
@@ -123,9 +163,22 @@ class PageRenderView(APIView):
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         page = access_page(request.user, pk)
-        if not page.render:
+        if not ensure_render(page):
             raise Http404
         return FileResponse(page.render.open("rb"), content_type="image/png")
+
+
+class PageImageView(APIView):
+    """A picture on a page (embedded image, photo, video frame), by the hash that image and
+    frame chunks carry in `location.image`."""
+
+    @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
+    def get(self, request: Request, pk: int, sha256: str) -> FileResponse:
+        page = access_page(request.user, pk)
+        image = PageImage.objects.filter(page=page, sha256=sha256).first()
+        if image is None:
+            raise Http404
+        return FileResponse(image.file.open("rb"), content_type="image/png")
 
 
 class IndexVersionSerializer(serializers.ModelSerializer[IndexVersion]):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from knowledge.models import ApiToken, Collection, Document, Membership, Page, Role, Team
+from knowledge.models import ApiToken, Collection, Document, Membership, Page, PageImage, Role, Team
+from knowledge.renders import can_render
 
 
 class TeamSerializer(serializers.ModelSerializer[Team]):
@@ -100,13 +101,38 @@ class DocumentSerializer(serializers.ModelSerializer[Document]):
         read_only_fields = fields
 
 
+class PageImageSerializer(serializers.ModelSerializer[PageImage]):
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = PageImage
+        fields = ["sha256", "bbox", "t_start", "url"]
+        read_only_fields = fields
+
+    def get_url(self, image: PageImage) -> str:
+        return f"/api/pages/{image.page_id}/images/{image.sha256}/"
+
+
 class PageSerializer(serializers.ModelSerializer[Page]):
     render_url = serializers.SerializerMethodField()
+    images = PageImageSerializer(many=True, read_only=True)
 
     class Meta:
         model = Page
-        fields = ["id", "number", "kind", "heading_path", "width", "height", "needs_ocr", "text", "render_url"]
+        fields = [
+            "id",
+            "number",
+            "kind",
+            "heading_path",
+            "width",
+            "height",
+            "needs_ocr",
+            "text",
+            "meta",
+            "render_url",
+            "images",
+        ]
         read_only_fields = fields
 
     def get_render_url(self, page: Page) -> str | None:
-        return f"/api/pages/{page.pk}/render/" if page.render else None
+        return f"/api/pages/{page.pk}/render/" if can_render(page) else None

@@ -16,6 +16,11 @@ urlpatterns = [
         name="collection-documents",
     ),
     path(
+        "collections/<int:collection_id>/links/",
+        documents.CollectionLinksView.as_view(),
+        name="collection-links",
+    ),
+    path(
         "collections/<int:collection_id>/versions/",
         documents.CollectionVersionsView.as_view(),
         name="collection-versions",
@@ -39,5 +44,6 @@ urlpatterns = [
     path("documents/<int:pk>/pages/", documents.DocumentPagesView.as_view(), name="document-pages"),
     path("documents/<int:pk>/original/", documents.DocumentOriginalView.as_view(), name="document-original"),
     path("pages/<int:pk>/render/", documents.PageRenderView.as_view(), name="page-render"),
+    path("pages/<int:pk>/images/<str:sha256>/", documents.PageImageView.as_view(), name="page-image"),
     path("", include(router.urls)),
 ]

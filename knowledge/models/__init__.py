@@ -1,5 +1,5 @@
 from knowledge.models.collections import Collection, CollectionQuerySet
-from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page
+from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page, PageImage
 from knowledge.models.index_versions import IndexVersion
 from knowledge.models.teams import Membership, Role, Team, TeamQuerySet
 from knowledge.models.tokens import ApiToken
@@ -15,6 +15,7 @@ __all__ = [
     "IndexedPage",
     "Membership",
     "Page",
+    "PageImage",
     "Role",
     "Team",
     "TeamQuerySet",

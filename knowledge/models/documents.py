@@ -68,6 +68,8 @@ class Page(models.Model):
     render = models.ImageField(_("render"), upload_to=render_path, null=True, blank=True, max_length=300)
     needs_ocr = models.BooleanField(_("needs OCR"), default=False)
     text = models.TextField(_("text"), blank=True)
+    # EXIF date and orientation, a video segment's times, a link's URL: see ParsedPage.meta.
+    meta = models.JSONField(_("details"), default=dict, blank=True)
 
     class Meta:
         ordering = ["document", "number"]
@@ -77,6 +79,31 @@ class Page(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} p.{self.number}"
+
+
+def image_path(image: PageImage, filename: str) -> str:
+    document = image.page.document
+    return f"collections/{document.collection_id}/images/{document.pk}/{image.sha256}.png"
+
+
+class PageImage(models.Model):
+    """A picture on a page (an embedded image, a photo, a video frame), kept so that answers
+    can show it. Image and frame chunks point at it by `location["image"]`, its hash, which
+    stays the same across index versions."""
+
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="images", verbose_name=_("page"))
+    sha256 = models.CharField(max_length=64)
+    file = models.ImageField(_("file"), upload_to=image_path, max_length=300)
+    bbox = models.JSONField(_("position"), null=True, blank=True)
+    t_start = models.FloatField(_("time"), null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["page", "sha256"], name="page_image_unique")]
+        verbose_name = _("page image")
+        verbose_name_plural = _("page images")
+
+    def __str__(self) -> str:
+        return f"{self.page} image {self.sha256[:8]}"
 
 
 class Chunk(models.Model):
@@ -89,6 +116,8 @@ class Chunk(models.Model):
         IMAGE = "image", _("Image")
         SUMMARY = "summary", _("Summary")
         FRAME = "frame", _("Video frame")
+        NOTES = "notes", _("Speaker notes")
+        TRANSCRIPT = "transcript", _("Transcript")
 
     index_version = models.ForeignKey(
         "knowledge.IndexVersion", on_delete=models.CASCADE, related_name="chunks", verbose_name=_("index version")

@@ -98,3 +98,36 @@ def test_it_says_what_to_send(api, alice, private_collection):
     response = api.post(f"/api/collections/{private_collection.pk}/documents/", {}, format="multipart")
     assert response.status_code == 400
     assert "files" in str(response.json())
+
+
+def test_a_file_over_the_size_limit_is_refused_and_the_others_go_on(api, alice, private_collection, settings):
+    settings.MAX_UPLOAD_MB = 1
+    token_for(api, alice)
+    big = b"# Big\n\n" + b"x" * (1024 * 1024)
+    response = upload(api, private_collection.pk, ("big.md", big), ("small.md", b"# Small\n\ntext"))
+    assert response.status_code == 201
+    refused, accepted = response.json()
+    assert refused["document"] is None
+    assert "1 MB upload limit" in refused["error"]
+    assert accepted["error"] == "" or accepted.get("error") is None
+    assert list(Document.objects.filter(collection=private_collection).values_list("rel_path", flat=True)) == [
+        "small.md"
+    ]
+
+
+def test_hostile_and_long_names_are_stored_safely_with_their_extension(api, alice, private_collection):
+    token_for(api, alice)
+    long_name = "报告" * 150 + ".md"  # 303 characters
+    names = [long_name, "../../etc/passwd.md", "bad\x1bna\x07me.md"]
+    response = upload(api, private_collection.pk, *[(name, b"# Title\n\ntext") for name in names])
+    assert response.status_code == 201, response.json()
+    stored = sorted(Document.objects.filter(collection=private_collection), key=lambda d: len(d.name))
+    by_name = {document.rel_path: document for document in stored}
+    # Django's multipart parser already drops the folders of an uploaded name.
+    assert set(by_name) == {"报告" * 98 + "报.md", "passwd.md", "badname.md"}
+    longest = by_name["报告" * 98 + "报.md"]
+    assert len(longest.name) == 200
+    assert longest.mime == "text/markdown"  # the extension survived the cut
+    for document in stored:
+        assert ".." not in document.file.name
+        assert document.file.name.startswith(f"collections/{private_collection.pk}/originals/")

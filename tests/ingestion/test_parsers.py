@@ -31,10 +31,11 @@ def test_it_reads_a_pdf_page_by_page_with_bboxes(handbook):
     assert (x0, y0, x1, y1) == pytest.approx((72, 300, 272, 420), abs=1)
     assert all(block.bbox for block in first.blocks)
     assert "Company handbook - page 1" not in first.text  # the footer band is dropped
-    assert first.render is not None
-    assert first.render.startswith(b"\x89PNG")
+    assert first.render is None  # drawn on first view (knowledge.renders), not while indexing
     assert (first.width, first.height, first.needs_ocr) == (595, 842, False)
     assert scan.needs_ocr is True
+    assert scan.render is not None  # the OCR reads it
+    assert scan.render.startswith(b"\x89PNG")
     assert scan.number == 2
 
 

@@ -13,7 +13,8 @@ from assistant.providers import registry
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
-from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage
+from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage, PageImage
+from knowledge.renders import ensure_render
 from tests.ingestion.files import handbook_pdf
 
 
@@ -106,8 +107,16 @@ def test_it_indexes_a_pdf_page_by_page(db, private_collection, embedder, tmp_pat
     assert chunks[0].terms["reimbursed"] == 1
     assert IndexedDocument.objects.filter(document=document, index_version=version, sha256=document.sha256).exists()
     pages = list(document.pages.order_by("number"))
+    assert not pages[0].render  # drawn from the original on first view
+    assert ensure_render(pages[0])
+    pages[0].refresh_from_db()
     assert pages[0].render.read().startswith(b"\x89PNG")
     assert pages[1].needs_ocr
+    assert pages[1].render  # the OCR read this one
+    image = chunks[2]
+    stored = PageImage.objects.get(page=pages[0], sha256=image.location["image"])
+    assert stored.bbox == image.location["bbox"]
+    assert stored.file.read().startswith(b"\x89PNG")
     run.refresh_from_db()
     assert (run.status, run.progress, run.counts["chunks_written"]) == ("succeeded", 2, 4)
 

@@ -105,3 +105,22 @@ def test_it_refuses_a_second_build_at_once(indexed):
     versions.start_reindex(indexed, registry.text_embedder(), enqueue=False)
     with pytest.raises(ValidationError, match="already being built"):
         versions.start_reindex(indexed, registry.text_embedder(), enqueue=False)
+
+
+@pytest.mark.django_db
+def test_changed_chunk_settings_build_a_new_version_and_flip_when_done(private_collection):
+    _document, _run = actions.do_add_document(private_collection, "a.md", f"# A\n\n{SENTENCE}".encode(), enqueue=False)
+    drain(private_collection)
+    private_collection.refresh_from_db()
+    first = private_collection.active_version
+    assert versions.reindex_outdated(registry.text_embedder()) == []  # nothing changed: no work
+
+    private_collection.settings = {"chunk_size": 120, "chunk_overlap": 10}
+    private_collection.save(update_fields=["settings"])
+    (building,) = versions.reindex_outdated(registry.text_embedder())
+    assert building.config["chunk_size"] == 120
+    assert served(private_collection) == [("a.md", first.number)]  # the old version serves meanwhile
+    assert versions.reindex_outdated(registry.text_embedder()) == []  # one build at a time
+    drain(private_collection)
+    assert served(private_collection) == [("a.md", building.number)]
+    assert versions.reindex_outdated(registry.text_embedder()) == []

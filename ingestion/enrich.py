@@ -1,0 +1,151 @@
+"""Words a file does not hold as text, read by models between parsing and chunking: OCR of
+scanned pages, photos, pictures and video frames (with boxes, so citations can highlight the
+region), speech recognition of audio into timed text, and a vision caption of each picture
+where a vision model is configured.
+
+Parsers stay model-free and deterministic; this stage runs in the worker, once per page
+that needs (re)indexing, and caches every model output by the hash of its input
+(DerivedText), so a changed file, a rebuilt index version or a retried run never pays twice
+for the same picture or clip.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import tempfile
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from assistant.providers import registry
+from assistant.providers.base import ProviderError
+from ingestion.models import DerivedText
+from ingestion.parsers.base import BBox, Block, ParsedPage
+
+log = logging.getLogger(__name__)
+MIN_CONFIDENCE = 0.5  # OCR lines read with less confidence than this are noise
+CAPTION_PROMPTS = {
+    "zh": "用一两句话描述这张图片的内容，包括其中的文字。",
+    "en": "Describe this picture in one or two sentences, including any text in it.",
+}
+
+
+def enrich(parsed: ParsedPage, *, language: str = "en") -> ParsedPage:
+    """The page with OCR text, transcripts and captions added where it needs them."""
+    blocks: list[Block] = []
+    for block in parsed.blocks:
+        if block.kind == "image" and block.image is not None:
+            blocks.append(_read_image(block, language))
+        elif block.kind == "audio" and block.audio is not None:
+            blocks.extend(_transcribe(block))
+        else:
+            blocks.append(block)
+    if parsed.needs_ocr and parsed.render is not None:
+        blocks.extend(_ocr_page(parsed))
+    return replace(parsed, blocks=tuple(blocks))
+
+
+def _read_image(block: Block, language: str) -> Block:
+    assert block.image is not None
+    parts = [block.text]
+    if registry.available("vision"):
+        parts.append(_caption(block.image, language))
+    if block.read_text:
+        lines = _ocr(block.image)
+        parts.append("\n".join(text for text, _box in lines))
+    text = "\n".join(part.strip() for part in parts if part and part.strip())
+    return replace(block, text=text)
+
+
+def _ocr_page(parsed: ParsedPage) -> list[Block]:
+    """Each line the OCR reads on the page render, with its box in page units."""
+    assert parsed.render is not None
+    lines = _ocr(parsed.render)
+    if not lines:
+        return []
+    from PIL import Image
+
+    with Image.open(io.BytesIO(parsed.render)) as picture:
+        pixels_wide = picture.width
+    scale = (parsed.width or pixels_wide) / pixels_wide
+    return [Block("text", text, bbox=_scaled(box, scale)) for text, box in lines]
+
+
+def _scaled(box: BBox, scale: float) -> BBox:
+    x0, y0, x1, y1 = (round(value * scale, 1) for value in box)
+    return (x0, y0, x1, y1)
+
+
+def _ocr(image: bytes) -> list[tuple[str, BBox]]:
+    """Lines of text in the image, top to bottom, with their pixel boxes."""
+
+    def read() -> Any:
+        result = registry.ocr().read(image)
+        return [
+            [line.text, _box(line.box)]
+            for line in result.lines
+            if line.confidence >= MIN_CONFIDENCE and line.text.strip()
+        ]
+
+    output = _cached(DerivedText.Task.OCR, registry.ocr().model_id, image, read, default=[])
+    return [(str(text), (box[0], box[1], box[2], box[3])) for text, box in output]
+
+
+def _box(corners: tuple[tuple[float, float], ...]) -> list[float]:
+    xs, ys = [x for x, _y in corners], [y for _x, y in corners]
+    return [round(min(xs), 1), round(min(ys), 1), round(max(xs), 1), round(max(ys), 1)]
+
+
+def _caption(image: bytes, language: str) -> str:
+    model = registry.vision_model()
+    prompt = CAPTION_PROMPTS["zh" if language.startswith("zh") else "en"]
+    output = _cached(
+        DerivedText.Task.CAPTION,
+        f"{model.model_id}:{language[:2]}",
+        image,
+        lambda: model.describe(image, prompt).strip(),
+        default="",
+    )
+    return str(output)
+
+
+def _transcribe(block: Block) -> list[Block]:
+    """The audio as timed text blocks, times counted from the start of the recording."""
+    assert block.audio is not None
+    model = registry.speech_to_text()
+
+    def transcribe() -> Any:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "clip.wav"
+            path.write_bytes(block.audio or b"")
+            transcript = model.transcribe(path)
+        return [[segment.start, segment.end, segment.text] for segment in transcript.segments if segment.text]
+
+    offset = block.t_start or 0.0
+    segments = _cached(DerivedText.Task.SPEECH, model.model_id, block.audio, transcribe, default=[])
+    return [
+        Block("text", str(text), t_start=round(offset + float(start), 2), t_end=round(offset + float(end), 2))
+        for start, end, text in segments
+    ]
+
+
+def _cached(task: str, model_id: str, data: bytes, compute: Callable[[], Any], *, default: Any) -> Any:
+    """The model's output for this input, computed once. A model that cannot read one input
+    (a broken picture, silent audio) leaves that input without words rather than failing the
+    whole document; transient errors (retryable) propagate so the task retries later."""
+    digest = hashlib.sha256(data).hexdigest()
+    found = DerivedText.objects.filter(task=task, model_id=model_id, input_sha256=digest).first()
+    if found is not None:
+        return found.output
+    try:
+        output = compute()
+    except ProviderError as exc:
+        if exc.retryable:
+            raise
+        log.warning("%s by %s failed on input %s: %s", task, model_id, digest[:12], exc)
+        return default
+    DerivedText.objects.get_or_create(task=task, model_id=model_id, input_sha256=digest, defaults={"output": output})
+    return output
