@@ -26,7 +26,7 @@ def embedder() -> CountingEmbedder:
     return CountingEmbedder()
 
 
-def ingest(collection, name, data, embedder) -> Document:  # type: ignore[no-untyped-def]
+def ingest(collection, name, data, embedder) -> Document:
     document, run = add(collection, name, data)
     run_it(run, embedder)
     run.refresh_from_db()
