@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
+from django.core.files import File
 from django.utils.translation import gettext as _
 
 from ingestion.encoding import decode_text
@@ -45,12 +46,20 @@ def sniff(path: Path, name: str = "") -> str:
     return _sniff(head, name, path)
 
 
+def sniff_file(handle: File | BinaryIO, name: str = "") -> str:
+    """The same, for an open file (an upload streamed to disk): reads only what it needs."""
+    handle.seek(0)
+    head = handle.read(8192)
+    handle.seek(0)
+    return _sniff(head, name, handle)
+
+
 def sniff_bytes(data: bytes, name: str = "") -> str:
     """The same, for a file already in memory (an upload): no copy to disk just to look."""
     return _sniff(data[:8192], name, io.BytesIO(data))
 
 
-def _sniff(head: bytes, name: str, whole: Path | BinaryIO) -> str:
+def _sniff(head: bytes, name: str, whole: Path | File | BinaryIO) -> str:
     if not head:
         raise ParseError(_("The file is empty."))
     if head.startswith(b"%PDF-"):
@@ -93,7 +102,7 @@ def image_type(head: bytes) -> str | None:
     return None
 
 
-def _office_type(whole: Path | BinaryIO) -> str:
+def _office_type(whole: Path | File | BinaryIO) -> str:
     try:
         with zipfile.ZipFile(whole) as archive:
             names = set(archive.namelist())

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.files.base import ContentFile
+from django.core.files.base import ContentFile, File
 from django.core.validators import URLValidator
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -174,30 +174,27 @@ def _shorten(part: str, limit: int) -> str:
 
 
 def do_add_document(
-    collection: Collection, name: str, data: bytes, *, enqueue: bool = True, mime: str | None = None
+    collection: Collection, name: str, data: bytes | File, *, enqueue: bool = True, mime: str | None = None
 ) -> tuple[Document, IngestionRun | None]:
     """Store a file as a document of the collection (replacing one at the same path) and queue
     its ingestion (`enqueue=False`: the caller runs it); an identical file at the same path
     changes nothing and queues no run. `mime` is for content that is no file type of its own
-    (a video link); otherwise the type is sniffed from the content."""
-    from django.conf import settings
+    (a video link); otherwise the type is sniffed from the content.
 
+    `data` may be an uploaded or opened file: it is hashed, sniffed and stored in chunks, so
+    a 200 MB upload never sits in memory whole."""
     from ingestion.parsers.base import ParseError, parser_for
-    from ingestion.sniff import sniff_bytes
+    from ingestion.sniff import sniff_file
 
     rel_path = clean_document_path(name)
-    limit = settings.MAX_UPLOAD_MB * 1024 * 1024
-    if len(data) > limit:
-        raise ValidationError(
-            _("“%(name)s” is larger than the %(limit)s MB upload limit.")
-            % {"name": rel_path, "limit": settings.MAX_UPLOAD_MB}
-        )
-    sha256 = hashlib.sha256(data).hexdigest()
+    content = data if isinstance(data, File) else ContentFile(data)
+    check_upload_size(rel_path, content.size)
+    sha256 = file_sha256(content)
     existing = Document.objects.filter(collection=collection, rel_path=rel_path).first()
     if existing is not None and existing.sha256 == sha256 and existing.status != Document.Status.FAILED:
         return existing, None
     try:
-        mime = mime or sniff_bytes(data, rel_path)
+        mime = mime or sniff_file(content, rel_path)
         parser_for(mime)
     except ParseError as exc:
         raise ValidationError(f"{rel_path}: {exc}") from None
@@ -206,16 +203,36 @@ def do_add_document(
         document.name, document.sha256, document.size, document.mime = (
             rel_path.rsplit("/", 1)[-1],
             sha256,
-            len(data),
+            content.size,
             mime,
         )
         document.status, document.error = Document.Status.PENDING, ""
-        document.file.save(rel_path.rsplit("/", 1)[-1], ContentFile(data), save=False)
+        content.seek(0)
+        document.file.save(rel_path.rsplit("/", 1)[-1], content, save=False)
         document.save()
         run = IngestionRun.objects.create(collection=collection, document=document, kind=IngestionRun.Kind.INGEST)
         if enqueue:
             enqueue_run(run)
     return document, run
+
+
+def check_upload_size(name: str, size: int) -> None:
+    """Refuse a file over PORTAL_MAX_UPLOAD_MB before reading it."""
+    from django.conf import settings
+
+    if size > settings.MAX_UPLOAD_MB * 1024 * 1024:
+        raise ValidationError(
+            _("“%(name)s” is larger than the %(limit)s MB upload limit.")
+            % {"name": name, "limit": settings.MAX_UPLOAD_MB}
+        )
+
+
+def file_sha256(content: File) -> str:
+    digest = hashlib.sha256()
+    content.seek(0)
+    for piece in content.chunks():
+        digest.update(piece)
+    return digest.hexdigest()
 
 
 def do_add_video_link(

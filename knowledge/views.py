@@ -86,7 +86,7 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
     for upload in files:
         name = upload.name or "upload"
         try:
-            _document, run = actions.do_add_document(collection, name, upload.read())
+            _document, run = actions.do_add_document(collection, name, upload)
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
             continue

@@ -83,7 +83,7 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
         for upload in files:
             name = upload.name or "upload"
             try:
-                document, run = actions.do_add_document(collection, name, upload.read())
+                document, run = actions.do_add_document(collection, name, upload)
             except ValidationError as exc:
                 results.append(
                     {"name": name, "document": None, "run": None, "unchanged": False, "error": " ".join(exc.messages)}

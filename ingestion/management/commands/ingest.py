@@ -5,11 +5,11 @@ from the folder are removed. Runs go to the Celery queue, or run here with --inl
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assistant.providers import registry
@@ -47,13 +47,14 @@ class Command(BaseCommand):
         counts = {"queued": 0, "unchanged": 0, "failed": 0, "removed": 0}
         for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
             rel_path = path.relative_to(folder).as_posix()
-            data = path.read_bytes()
-            if known.get(rel_path) == hashlib.sha256(data).hexdigest():
-                seen.add(rel_path)
-                counts["unchanged"] += 1
-                continue
             try:
-                document, run = actions.do_add_document(target, rel_path, data, enqueue=not inline)
+                with path.open("rb") as handle:  # hashed and copied in chunks, never read whole
+                    content = File(handle, name=path.name)
+                    if known.get(rel_path) == actions.file_sha256(content):
+                        seen.add(rel_path)
+                        counts["unchanged"] += 1
+                        continue
+                    document, run = actions.do_add_document(target, rel_path, content, enqueue=not inline)
             except ValidationError as exc:
                 counts["failed"] += 1
                 self.stderr.write(f"skipped {rel_path}: {' '.join(exc.messages)}")
