@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 
 from ingestion.parsers.base import ParseError
 
-MAX_RATIO = 1000  # a member that unpacks to more than this many times its packed size is a bomb
+MAX_RATIO = 500  # a member that unpacks to more than this many times its packed size is a bomb
 
 
 def check_archive(path: Path, required: tuple[str, ...] = ()) -> None:
