@@ -41,7 +41,7 @@ def test_a_workbook_missing_its_workbook_part_names_it(tmp_path):
     path = tmp_path / "broken.xlsx"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("[Content_Types].xml", "<Types/>")
-    with pytest.raises(ParseError, match="xl/workbook.xml"):
+    with pytest.raises(ParseError, match=r"xl/workbook\.xml"):
         list(parser_for(XLSX).pages(path))
 
 
