@@ -14,7 +14,7 @@ from ingestion.sniff import DOCX, XLSX
 PARTS = {"[Content_Types].xml": "<Types/>", "word/document.xml": "<w:document/>"}
 
 
-def office_zip(path, extra: dict[str, bytes]):  # type: ignore[no-untyped-def]
+def office_zip(path, extra: dict[str, bytes]):
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, text in PARTS.items():
             archive.writestr(name, text)
