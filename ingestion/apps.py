@@ -5,3 +5,8 @@ from django.utils.translation import gettext_lazy as _
 class IngestionConfig(AppConfig):
     name = "ingestion"
     verbose_name = _("Ingestion")
+
+    def ready(self) -> None:
+        from ingestion import stats
+
+        stats.connect()

@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F, Func, IntegerField, Max, Q
 from django.utils import timezone
 
-from assistant.providers.base import ProviderError, TextEmbedder, check_dims
+from assistant.providers.base import ImageEmbedder, ProviderError, TextEmbedder, check_dims
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
 from ingestion.enrich import enrich
 from ingestion.models import IngestionRun
@@ -101,14 +101,24 @@ def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> Ind
     return version
 
 
+def image_embedder() -> ImageEmbedder | None:
+    """The configured image embedder, or None (offline there is none: see MODELS.md)."""
+    from assistant.providers import registry
+
+    return registry.image_embedder() if registry.available("image_embedding") else None
+
+
 def create_version(collection: Collection, embedder: TextEmbedder, status: str) -> IndexVersion:
     config = version_config(collection)
     last = IndexVersion.objects.filter(collection=collection).aggregate(n=Max("number"))["n"] or 0
+    pictures = image_embedder()
     version = IndexVersion.objects.create(
         collection=collection,
         number=last + 1,
         embedder_id=embedder.model_id,
         dims=embedder.dims,
+        image_embedder_id=pictures.model_id if pictures else "",
+        image_dims=pictures.dims if pictures else None,
         config=config,
         config_hash=hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest(),
         status=status,
@@ -130,6 +140,12 @@ def _create_vector_index(version: IndexVersion) -> None:
             f"USING hnsw ((embedding::vector({int(version.dims)})) vector_cosine_ops) "
             f"WHERE index_version_id = {int(version.pk)}"
         )
+        if version.image_dims:
+            cursor.execute(
+                f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_v{int(version.pk)} ON knowledge_chunk "
+                f"USING hnsw ((image_embedding::vector({int(version.image_dims)})) vector_cosine_ops) "
+                f"WHERE index_version_id = {int(version.pk)} AND image_embedding IS NOT NULL"
+            )
 
 
 def target_versions(collection: Collection) -> list[IndexVersion]:
@@ -295,6 +311,7 @@ def _index_page(
     if version.config.get("page_summaries") and len(parsed.text) >= SUMMARY_MIN_CHARS:
         drafts.append(ChunkDraft("summary", summarize(parsed.text), parsed.number, None, parsed.heading_path))
     vectors = embedder.embed_documents([_embedding_text(d) for d in drafts]) if drafts else []
+    pictures = _image_vectors(drafts, version)
     rows = []
     for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
         counts = terms(draft.text + " " + " ".join(draft.heading_path))
@@ -310,6 +327,7 @@ def _index_page(
                 terms=dict(counts),
                 length=sum(counts.values()),
                 embedding=vector,
+                image_embedding=pictures.get(ordinal),
                 content_sha256=draft.content_sha256,
             )
         )
@@ -321,6 +339,26 @@ def _index_page(
             index_version=version, page=page, content_sha256=page.content_sha256, chunk_count=len(rows)
         )
     return len(rows)
+
+
+def _image_vectors(drafts: list[ChunkDraft], version: IndexVersion) -> dict[int, list[float]]:
+    """Image and frame chunks in the image embedder's space, by ordinal, where the version has one."""
+    if not version.image_dims:
+        return {}
+    pictured = [(n, d.image) for n, d in enumerate(drafts) if d.image is not None and d.kind in ("image", "frame")]
+    if not pictured:
+        return {}
+    model = image_embedder()
+    if model is None or model.model_id != version.image_embedder_id:
+        raise ProviderError(
+            "image_embedding",
+            version.image_embedder_id.split(":")[0],
+            f"index version {version.number} embeds pictures with {version.image_embedder_id}, which is not "
+            "configured now: configure it again, or reindex the collection.",
+        )
+    check_dims(model, version.image_dims, role="image_embedding", provider=model.model_id.split(":")[0])
+    vectors = model.embed_images([image for _n, image in pictured if image is not None])
+    return {n: vector for (n, _image), vector in zip(pictured, vectors, strict=True)}
 
 
 SUMMARY_MIN_CHARS = 200  # shorter pages are their own summary

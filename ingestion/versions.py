@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 from assistant.providers.base import TextEmbedder
 from ingestion.models import IngestionRun
-from ingestion.pipeline import create_version, version_config
+from ingestion.pipeline import create_version, image_embedder, version_config
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Collection, Document, IndexedDocument, IndexVersion
 
@@ -46,7 +46,9 @@ def reindex_outdated(embedder: TextEmbedder) -> list[IndexVersion]:
     for collection in outdated.select_related("active_version"):
         active = collection.active_version
         assert active is not None
-        if active.embedder_id == embedder.model_id and active.config == version_config(collection):
+        pictures = image_embedder()
+        same_pictures = active.image_embedder_id == (pictures.model_id if pictures else "")
+        if active.embedder_id == embedder.model_id and same_pictures and active.config == version_config(collection):
             continue
         try:
             started.append(start_reindex(collection, embedder))

@@ -46,6 +46,37 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}.") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {value}.")
+    return value
+
+
+def env_weights(name: str, default: dict[str, float]) -> dict[str, float]:
+    """`key=number` pairs separated by commas, for keys of `default` only."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return dict(default)
+    weights = dict(default)
+    for pair in raw.split(","):
+        key, _sep, value = pair.partition("=")
+        key = key.strip()
+        if key not in default:
+            raise ImproperlyConfigured(f"{name}: unknown key {key!r} (known: {', '.join(default)}).")
+        try:
+            weights[key] = float(value)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {key} needs a number, not {value.strip()!r}.") from None
+    return weights
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

@@ -18,9 +18,11 @@ from portal.env import (
     check_redis_url,
     env_bool,
     env_choice,
+    env_float,
     env_int,
     env_list,
     env_str,
+    env_weights,
     load_secret_key,
     parse_database_url,
     read_env_file,
@@ -65,6 +67,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
@@ -235,6 +238,18 @@ MAX_IMAGE_MEGAPIXELS = env_int("PORTAL_MAX_IMAGE_MEGAPIXELS", 100, minimum=1)
 # Videos and recordings longer than this are refused; frames per video are capped.
 MAX_MEDIA_MINUTES = env_int("PORTAL_MAX_MEDIA_MINUTES", 240, minimum=1)
 MAX_VIDEO_FRAMES = env_int("PORTAL_MAX_VIDEO_FRAMES", 240, minimum=1)
+# Retrieval (assistant/retrieval): BM25 parameters, HNSW search breadth, candidates per
+# channel, how many fused candidates the reranker sees (at most 20), channel weights in
+# Reciprocal Rank Fusion ("lexical=1,dense=1,image=1"), and how close to the best hit a
+# picture or video must be to be attached when the question asks for one.
+BM25_K1 = env_float("PORTAL_BM25_K1", 1.2)
+BM25_B = env_float("PORTAL_BM25_B", 0.75)
+HNSW_EF_SEARCH = env_int("PORTAL_HNSW_EF_SEARCH", 100, minimum=10)
+RETRIEVAL_DEPTH = env_int("PORTAL_RETRIEVAL_DEPTH", 50, minimum=1)
+RERANK_CANDIDATES = min(env_int("PORTAL_RERANK_CANDIDATES", 20, minimum=1), 20)
+RETRIEVAL_WEIGHTS = env_weights("PORTAL_RETRIEVAL_WEIGHTS", {"lexical": 1.0, "dense": 1.0, "image": 1.0})
+MEDIA_MIN_SCORE = env_float("PORTAL_MEDIA_MIN_SCORE", 0.5)
+MAX_QUERY_CHARS = env_int("PORTAL_MAX_QUERY_CHARS", 2000, minimum=10)
 # Retired index versions kept for rollback, per collection.
 KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
 

@@ -56,6 +56,7 @@ API: dict[str, dict[str, str]] = {
     "document-original": {"pk": "document"},
     "page-render": {"pk": "page"},
     "page-image": {"pk": "page", "sha256": "image"},
+    "search": {},  # tests/assistant/test_retrieval.py: charlie never gets alice's chunks
 }
 WEBSOCKETS = {"ws/collections/<int:collection_id>/"}  # tests/portal/test_stack.py: 4401 / 4404
 SECRETS = ["Alice&#x27;s notes", "Alice's notes", "Team handbook", "alice@example.com", "Research"]

@@ -1,6 +1,6 @@
 from knowledge.models.collections import Collection, CollectionQuerySet
 from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page, PageImage
-from knowledge.models.index_versions import IndexVersion
+from knowledge.models.index_versions import IndexVersion, TermStat
 from knowledge.models.teams import Membership, Role, Team, TeamQuerySet
 from knowledge.models.tokens import ApiToken
 
@@ -19,4 +19,5 @@ __all__ = [
     "Role",
     "Team",
     "TeamQuerySet",
+    "TermStat",
 ]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 from pgvector.django import VectorField
@@ -133,12 +134,16 @@ class Chunk(models.Model):
     length = models.PositiveIntegerField(_("length in terms"), default=0)
     # No fixed size here: each version's dims are checked on write and indexed per version.
     embedding = VectorField(_("embedding"), null=True)
+    image_embedding = VectorField(_("image embedding"), null=True)  # image and frame chunks
     weight = models.FloatField(_("weight"), default=1.0)
     content_sha256 = models.CharField(max_length=64)
 
     class Meta:
         ordering = ["document", "page__number", "ordinal"]
-        indexes = [models.Index(fields=["index_version", "document"], name="chunk_version_document")]
+        indexes = [
+            models.Index(fields=["index_version", "document"], name="chunk_version_document"),
+            GinIndex(fields=["terms"], name="chunk_terms_gin"),  # BM25 candidates: terms ?| query
+        ]
         verbose_name = _("chunk")
         verbose_name_plural = _("chunks")
 

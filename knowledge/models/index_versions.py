@@ -21,12 +21,18 @@ class IndexVersion(models.Model):
     number = models.PositiveIntegerField(_("number"))
     embedder_id = models.CharField(_("embedder"), max_length=200)
     dims = models.PositiveIntegerField(_("dimensions"))
+    # Where an image embedder is configured: pictures and video frames embedded in its space.
+    image_embedder_id = models.CharField(_("image embedder"), max_length=200, blank=True)
+    image_dims = models.PositiveIntegerField(_("image dimensions"), null=True, blank=True)
     config = models.JSONField(_("chunker and parser settings"), default=dict)
     config_hash = models.CharField(max_length=64)
     status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.BUILDING)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     built_at = models.DateTimeField(_("built"), null=True, blank=True)
     activated_at = models.DateTimeField(_("activated"), null=True, blank=True)
+    # BM25 corpus statistics over the version's searchable chunks (see ingestion/stats.py).
+    chunk_count = models.PositiveIntegerField(_("searchable chunks"), default=0)
+    total_length = models.PositiveBigIntegerField(_("total length in terms"), default=0)
 
     class Meta:
         ordering = ["collection", "-number"]
@@ -36,3 +42,18 @@ class IndexVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection} v{self.number} ({self.status})"
+
+
+class TermStat(models.Model):
+    """How many searchable chunks of a version contain a term (its document frequency), kept
+    up to date as documents become searchable or stop being so: BM25's idf."""
+
+    index_version = models.ForeignKey(IndexVersion, on_delete=models.CASCADE, related_name="+")
+    term = models.TextField()
+    df = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["index_version", "term"], name="term_stat_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.term} in v{self.index_version_id}: {self.df}"

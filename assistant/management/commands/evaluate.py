@@ -1,0 +1,313 @@
+"""`manage.py evaluate <questions.jsonl> --collection <id>`: how well retrieval finds the right page.
+
+    manage.py evaluate tests/files/eval/questions.jsonl --collection 7
+    manage.py evaluate tests/files/eval/questions.jsonl --ingest <folder> --user alice@example.com
+
+Each question is searched with every pipeline the configured models allow: each channel alone
+(lexical, dense, and image where an image embedder is configured), the fused channels without
+rerank, and fused + rerank where a reranker is configured. A hit is right when its (document
+name, page number) is one of the question's gold pages (see assistant.retrieval.evaluation for
+the metrics). The figures go to stdout, <out>.json and a bar chart <out>.png.
+
+--user: whose view of the portal is searched (results are limited to what that user may see).
+It defaults to the collection's owner, or for a team's collection its first admin; with
+--ingest, to the first superuser.
+--ingest <folder>: creates a new collection "evaluation" (or "evaluation 2", ...) for the user,
+indexes every file of the folder here (no Celery worker needed), and evaluates against it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
+
+from assistant.providers import registry
+from assistant.retrieval.evaluation import (
+    LANGS,
+    METRICS,
+    TYPES,
+    PageKey,
+    Question,
+    QuestionFileError,
+    first_rank,
+    load_questions,
+    mean_scores,
+    scores,
+)
+from assistant.retrieval.search import search
+from assistant.retrieval.types import CHANNELS, Channel
+from knowledge import actions
+from knowledge.models import Collection, Document, Membership, Role
+from portal.models import User
+
+NDCG_DEPTH = 10  # nDCG@10 needs ten hits whatever --k says
+TOP_SHOWN = 5  # hits kept per question in the JSON, to see what came instead of the gold page
+COLLECTION_NAME = "evaluation"
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    channels: tuple[Channel, ...]
+    rerank: bool
+
+
+class Command(BaseCommand):
+    help = "Evaluate retrieval on a JSON Lines question file: hit@1/3/5, MRR and nDCG@10 per pipeline."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("questions", type=Path, help="JSON Lines: id, question, lang, type, gold [{file, page}].")
+        parser.add_argument("--collection", type=int, help="The id of the collection to search.")
+        parser.add_argument("--ingest", type=Path, help="A folder to index into a new collection and search instead.")
+        parser.add_argument(
+            "--user",
+            help="Email (or username) of the user to search as; default: the collection's owner or first admin "
+            "(with --ingest: the first superuser).",
+        )
+        parser.add_argument("--k", type=int, default=10, help="Hits per search and the cut-off of MRR (default 10).")
+        parser.add_argument(
+            "--out", type=Path, default=Path("bench/results/eval"), help="Writes <out>.json and <out>.png."
+        )
+
+    def handle(
+        self,
+        *args: Any,
+        questions: Path,
+        collection: int | None,
+        ingest: Path | None,
+        user: str | None,
+        k: int,
+        out: Path,
+        **options: Any,
+    ) -> None:
+        if k < 1:
+            raise CommandError("--k must be at least 1.")
+        if (collection is None) == (ingest is None):
+            raise CommandError("Give either --collection <id> or --ingest <folder>.")
+        if not questions.is_file():
+            raise CommandError(f"The question file {questions} does not exist.")
+        try:
+            entries = load_questions(questions)
+        except QuestionFileError as exc:
+            raise CommandError(str(exc)) from None
+        if ingest is not None:
+            searcher = find_user(user) if user else first_superuser()
+            target = self.ingest(ingest, searcher)
+        else:
+            assert collection is not None
+            target = find_collection(collection)
+            searcher = find_user(user) if user else default_user(target)
+        if not Collection.objects.visible_to(searcher).filter(pk=target.pk).exists():
+            raise CommandError(f"{searcher.email or searcher.username} cannot see collection {target.pk}.")
+        self.stdout.write(f"Collection {target.pk} ({target.name}), searched as {searcher.email or searcher.username}")
+        report = evaluate(entries, searcher, target, pipelines(), k)
+        report["questions_file"] = str(questions)
+        self.stdout.write(format_report(report))
+        json_path, png_path = output_paths(out)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
+        plot(report, png_path)
+        self.stdout.write(f"Wrote {json_path} and {png_path}")
+
+    def ingest(self, folder: Path, user: User) -> Collection:
+        """A new collection for `user` with every file of `folder`, indexed here and now."""
+        if not folder.is_dir():
+            raise CommandError(f"{folder} is not a folder.")
+        target = create_collection(user)
+        self.stdout.write(f"Created collection {target.pk} ({target.name}); indexing {folder}")
+        call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=self.stdout, stderr=self.stderr)
+        documents = Document.objects.filter(collection=target)
+        for failed in documents.filter(status=Document.Status.FAILED):
+            self.stderr.write(f"{failed.rel_path} failed: {failed.error}")
+        if not documents.filter(status=Document.Status.READY).exists():
+            raise CommandError(f"No file of {folder} could be indexed: nothing to evaluate.")
+        return target
+
+
+def pipelines() -> list[Pipeline]:
+    """Each channel alone, fused, and fused + rerank: those the configured models allow."""
+    channels: list[Channel] = ["lexical", "dense"]
+    if registry.available("image_embedding"):
+        channels.append("image")
+    found = [Pipeline(channel, (channel,), rerank=False) for channel in channels]
+    found.append(Pipeline("fused", CHANNELS, rerank=False))
+    if registry.available("rerank"):
+        found.append(Pipeline("fused+rerank", CHANNELS, rerank=True))
+    return found
+
+
+def evaluate(
+    questions: Sequence[Question], user: User, target: Collection, runs: Sequence[Pipeline], k: int
+) -> dict[str, Any]:
+    """Search every question with every pipeline; the report as it goes to JSON."""
+    depth = max(k, NDCG_DEPTH)
+    rows: dict[str, list[dict[str, float]]] = {run.name: [] for run in runs}
+    millis: dict[str, list[float]] = {run.name: [] for run in runs}
+    details = []
+    for question in questions:
+        detail: dict[str, Any] = {
+            "id": question.id,
+            "question": question.question,
+            "lang": question.lang,
+            "type": question.type,
+            "gold": [{"file": file, "page": page} for file, page in sorted(question.gold)],
+        }
+        for run in runs:
+            results = search(
+                user, question.question, collection_ids=[target.pk], k=depth, channels=run.channels, rerank=run.rerank
+            )
+            ranked: list[PageKey] = [(hit.document_name, hit.page_number) for hit in results.hits]
+            rows[run.name].append(scores(ranked, question.gold, k))
+            millis[run.name].append(results.timings.get("total", 0.0))
+            detail[run.name] = {
+                "rank": first_rank(ranked, question.gold),
+                "top": [{"file": file, "page": page} for file, page in ranked[:TOP_SHOWN]],
+                "reranker": results.reranker,
+            }
+        details.append(detail)
+    return {
+        "created_at": timezone.now().isoformat(timespec="seconds"),
+        "collection": target.pk,
+        "user": user.email or user.username,
+        "k": k,
+        "questions": len(questions),
+        "pipelines": [run.name for run in runs],
+        "metrics": list(METRICS),
+        "summary": {run.name: summary(questions, rows[run.name]) for run in runs},
+        "mean_ms": {name: sum(values) / len(values) if values else 0.0 for name, values in millis.items()},
+        "per_question": details,
+    }
+
+
+def summary(questions: Sequence[Question], rows: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """Mean scores overall, per language and per question type (those that occur)."""
+
+    def over(keep: Sequence[bool]) -> dict[str, float]:
+        return mean_scores([row for row, kept in zip(rows, keep, strict=True) if kept])
+
+    return {
+        "overall": mean_scores(rows),
+        "by_lang": {
+            lang: over([q.lang == lang for q in questions]) for lang in LANGS if any(q.lang == lang for q in questions)
+        },
+        "by_type": {
+            kind: over([q.type == kind for q in questions]) for kind in TYPES if any(q.type == kind for q in questions)
+        },
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Three plain tables: overall, per language, per question type."""
+    header = f"{'pipeline':<14}{'slice':<10}{'n':>4}" + "".join(f"{metric:>9}" for metric in METRICS)
+    lines = [f"\n{report['questions']} questions, k={report['k']}"]
+    for title, key in (("Overall", None), ("By language", "by_lang"), ("By question type", "by_type")):
+        lines += ["", title, header, "-" * len(header)]
+        for name in report["pipelines"]:
+            slices = {"all": report["summary"][name]["overall"]} if key is None else report["summary"][name][key]
+            for label, values in slices.items():
+                cells = "".join(f"{values[metric]:>9.3f}" for metric in METRICS)
+                lines.append(f"{name:<14}{label:<10}{int(values['n']):>4}{cells}")
+    timing = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report["mean_ms"].items())
+    lines += ["", f"Mean search time: {timing}"]
+    return "\n".join(lines)
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Grouped bars: every metric by pipeline, then hit@5 per language and per question type."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = report["pipelines"]
+    panels = [
+        ("All metrics", {metric: {n: report["summary"][n]["overall"][metric] for n in names} for metric in METRICS}),
+        ("hit@5 by language", _slices(report, "by_lang")),
+        ("hit@5 by question type", _slices(report, "by_type")),
+    ]
+    figure, axes = plt.subplots(1, len(panels), figsize=(16, 4.5))
+    width = 0.8 / max(len(names), 1)
+    for axis, (title, groups) in zip(axes, panels, strict=True):
+        labels = list(groups)
+        for index, name in enumerate(names):
+            positions = [g + (index - (len(names) - 1) / 2) * width for g in range(len(labels))]
+            axis.bar(positions, [groups[label][name] for label in labels], width, label=name)
+        axis.set_xticks(range(len(labels)), labels)
+        axis.set_ylim(0, 1.05)
+        axis.set_title(title)
+        axis.grid(axis="y", alpha=0.3)
+    axes[0].legend(loc="lower left", fontsize=8)
+    figure.suptitle(f"Retrieval evaluation: {report['questions']} questions, collection {report['collection']}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _slices(report: dict[str, Any], key: str) -> dict[str, dict[str, float]]:
+    names = report["pipelines"]
+    labels = list(report["summary"][names[0]][key]) if names else []
+    return {label: {n: report["summary"][n][key][label]["hit@5"] for n in names} for label in labels}
+
+
+def output_paths(out: Path) -> tuple[Path, Path]:
+    """<out>.json and <out>.png; an --out given with either suffix means the same."""
+    stem = out.with_suffix("") if out.suffix in (".json", ".png") else out
+    return stem.parent / f"{stem.name}.json", stem.parent / f"{stem.name}.png"
+
+
+def find_collection(pk: int) -> Collection:
+    target = Collection.objects.filter(pk=pk).first()
+    if target is None:
+        raise CommandError(f"No collection has the id {pk}.")
+    return target
+
+
+def find_user(name: str) -> User:
+    """The user with this email (unique, case-insensitive), or else this username."""
+    model = get_user_model()
+    found: User | None = model.objects.filter(email__iexact=name).first() or model.objects.filter(username=name).first()
+    if found is None:
+        raise CommandError(f"No user has the email or username {name!r}.")
+    return found
+
+
+def default_user(target: Collection) -> User:
+    """The collection's owner, or for a team's collection the team's first admin."""
+    if target.owner_user is not None:
+        return target.owner_user
+    membership = (
+        Membership.objects.filter(team_id=target.owner_team_id, role=Role.ADMIN)
+        .select_related("user")
+        .order_by("pk")
+        .first()
+    )
+    if membership is None:
+        raise CommandError(f"Collection {target.pk} has no owner or team admin to search as: give --user.")
+    return membership.user
+
+
+def first_superuser() -> User:
+    found: User | None = get_user_model().objects.filter(is_superuser=True, is_active=True).order_by("pk").first()
+    if found is None:
+        raise CommandError("--ingest needs --user <email>: there is no superuser to default to.")
+    return found
+
+
+def create_collection(user: User) -> Collection:
+    """A collection named "evaluation", or "evaluation 2", ... when that name is taken."""
+    for number in range(1, 1000):
+        name = COLLECTION_NAME if number == 1 else f"{COLLECTION_NAME} {number}"
+        try:
+            return actions.do_create_collection(user, name)
+        except ValidationError:
+            continue
+    raise CommandError(f"Could not find a free collection name for {user}.")

@@ -1,0 +1,77 @@
+"""The dense channels: cosine similarity on pgvector HNSW indexes, text embeddings (dense)
+and, where an image embedder is configured, the query text in the image space against image
+and frame chunks (image).
+
+Each version has its own partial HNSW index (its dims are fixed there), so each version is
+searched by its own query, with the version id as a constant the planner can match to the
+index predicate. Iterative scans (pgvector 0.8) keep reading the graph until k rows pass
+the filters, so a small collection inside a large table still gets k results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from assistant.retrieval.scope import Scope
+from knowledge.models import IndexVersion
+
+# The column and the cast's dims are spliced in: a vector type modifier cannot be a bound
+# parameter. Both come from this module and from an integer column, never from input.
+QUERY = """
+SELECT c.id, 1 - ({column}::vector({dims}) <=> %s::vector({dims})) AS score
+FROM knowledge_chunk c
+WHERE c.index_version_id = %s AND c.index_version_id IN ({scope}){extra}
+  AND EXISTS (
+    SELECT 1 FROM knowledge_indexeddocument d
+    WHERE d.document_id = c.document_id AND d.index_version_id = c.index_version_id
+  )
+ORDER BY {column}::vector({dims}) <=> %s::vector({dims})
+LIMIT %s
+"""
+
+
+def search_dense(scope: Scope, vector: Sequence[float], model_id: str, k: int) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) over versions built with `model_id`, best first."""
+    versions = [v for v in scope.versions if v.embedder_id == model_id and v.dims == len(vector)]
+    return _search(scope, versions, "c.embedding", lambda v: v.dims, "", vector, k)
+
+
+def search_image(scope: Scope, vector: Sequence[float], model_id: str, k: int) -> list[tuple[int, float]]:
+    """The same over image embeddings of image and frame chunks."""
+    versions = [v for v in scope.versions if v.image_embedder_id == model_id and v.image_dims == len(vector)]
+    return _search(
+        scope,
+        versions,
+        "c.image_embedding",
+        lambda v: v.image_dims or 0,
+        " AND c.image_embedding IS NOT NULL",
+        vector,
+        k,
+    )
+
+
+def _search(
+    scope: Scope,
+    versions: list[IndexVersion],
+    column: str,
+    dims_of: Callable[[IndexVersion], int],
+    extra: str,
+    vector: Sequence[float],
+    k: int,
+) -> list[tuple[int, float]]:
+    if not versions:
+        return []
+    text = "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+    found: list[tuple[int, float]] = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.HNSW_EF_SEARCH)])
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        for version in versions:
+            sql = QUERY.format(column=column, dims=int(dims_of(version)), scope=scope.sql, extra=extra)
+            cursor.execute(sql, [text, version.pk, *scope.params, text, k])
+            found.extend((int(pk), float(score)) for pk, score in cursor.fetchall())
+    # relaxed_order may return rows slightly out of order; several versions interleave.
+    found.sort(key=lambda row: (-row[1], row[0]))
+    return found[:k]

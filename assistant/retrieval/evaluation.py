@@ -1,0 +1,152 @@
+"""Retrieval metrics against page-level gold answers, and the question file they are read from.
+
+A question's gold is a set of (file name, page number) pairs. Search returns chunks, so a
+ranked list may hold the same page several times; ranks are the positions in the list the
+user sees (one per chunk). hit@k and the reciprocal rank look for the first hit on any gold
+page. nDCG uses binary relevance and counts each gold page once: a later chunk of a page
+already found adds nothing, so a retriever cannot score above 1 by returning the same right
+page five times, and the ideal list is one hit per distinct gold page.
+
+Used by `manage.py evaluate`; pure functions, so that the numbers are unit-tested by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PageKey = tuple[str, int]  # (document name as uploaded, 1-based page number)
+LANGS = ("zh", "en")
+TYPES = ("text", "table", "image", "scan", "number")
+METRICS = ("hit@1", "hit@3", "hit@5", "mrr", "ndcg@10")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    lang: str
+    type: str
+    gold: frozenset[PageKey]
+    answer: str = ""  # a literal the gold page's text holds; checked by the tests, not scored
+
+
+class QuestionFileError(ValueError):
+    """A question file that cannot be used, with the line at fault in its message."""
+
+
+def first_rank(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int | None = None) -> int | None:
+    """The 1-based position of the first hit on a gold page within the first k, or None."""
+    wanted = set(gold)
+    for position, key in enumerate(ranked[:k] if k is not None else ranked, start=1):
+        if key in wanted:
+            return position
+    return None
+
+
+def hit_at(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int) -> float:
+    """1.0 when a gold page is among the first k hits, else 0.0."""
+    return 0.0 if first_rank(ranked, gold, k) is None else 1.0
+
+
+def reciprocal_rank(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int) -> float:
+    """1/rank of the first gold hit within the first k; 0.0 when none is there."""
+    rank = first_rank(ranked, gold, k)
+    return 0.0 if rank is None else 1.0 / rank
+
+
+def ndcg_at(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int = 10) -> float:
+    """nDCG@k with binary relevance, each distinct gold page counted at its first position."""
+    wanted = set(gold)
+    if not wanted:
+        return 0.0
+    seen: set[PageKey] = set()
+    dcg = 0.0
+    for position, key in enumerate(ranked[:k], start=1):
+        if key in wanted and key not in seen:
+            seen.add(key)
+            dcg += 1.0 / math.log2(position + 1)
+    ideal = sum(1.0 / math.log2(position + 1) for position in range(1, min(len(wanted), k) + 1))
+    return dcg / ideal
+
+
+def scores(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int) -> dict[str, float]:
+    """Every metric of one question: hit@1/3/5, MRR within k, nDCG@10."""
+    wanted = frozenset(gold)
+    return {
+        "hit@1": hit_at(ranked, wanted, 1),
+        "hit@3": hit_at(ranked, wanted, 3),
+        "hit@5": hit_at(ranked, wanted, 5),
+        "mrr": reciprocal_rank(ranked, wanted, k),
+        "ndcg@10": ndcg_at(ranked, wanted, 10),
+    }
+
+
+def mean_scores(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The mean of each metric over questions, and their number as "n" (0 and zeros when none)."""
+    means = {metric: (sum(row[metric] for row in rows) / len(rows) if rows else 0.0) for metric in METRICS}
+    return {**means, "n": float(len(rows))}
+
+
+def load_questions(path: Path) -> list[Question]:
+    """The questions of a JSON Lines file; QuestionFileError names the line of any bad entry.
+    Blank lines are skipped; ids must be unique."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionFileError(f"{path}: cannot be read ({exc}).") from exc
+    questions: list[Question] = []
+    ids: set[str] = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        question = parse_question(raw, f"{path}, line {number}")
+        if question.id in ids:
+            raise QuestionFileError(f"{path}, line {number}: the id {question.id!r} is used twice.")
+        ids.add(question.id)
+        questions.append(question)
+    if not questions:
+        raise QuestionFileError(f"{path} holds no questions.")
+    return questions
+
+
+def parse_question(raw: str, where: str) -> Question:
+    try:
+        entry = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise QuestionFileError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
+    if not isinstance(entry, dict):
+        raise QuestionFileError(f"{where}: expected a JSON object.")
+    for name in ("id", "question", "lang", "type"):
+        if not isinstance(entry.get(name), str) or not entry[name].strip():
+            raise QuestionFileError(f"{where}: {name!r} must be a non-empty string.")
+    if entry["lang"] not in LANGS:
+        raise QuestionFileError(f"{where}: 'lang' must be one of {', '.join(LANGS)}, not {entry['lang']!r}.")
+    if entry["type"] not in TYPES:
+        raise QuestionFileError(f"{where}: 'type' must be one of {', '.join(TYPES)}, not {entry['type']!r}.")
+    answer = entry.get("answer", "")
+    if not isinstance(answer, str):
+        raise QuestionFileError(f"{where}: 'answer' must be a string.")
+    return Question(
+        id=entry["id"],
+        question=entry["question"],
+        lang=entry["lang"],
+        type=entry["type"],
+        gold=_gold(entry.get("gold"), where),
+        answer=answer,
+    )
+
+
+def _gold(value: object, where: str) -> frozenset[PageKey]:
+    if not isinstance(value, list) or not value:
+        raise QuestionFileError(f"{where}: 'gold' must be a non-empty list of {{\"file\", \"page\"}} objects.")
+    pages: set[PageKey] = set()
+    for item in value:
+        file, page = (item.get("file"), item.get("page")) if isinstance(item, dict) else (None, None)
+        if not isinstance(file, str) or not file or isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise QuestionFileError(f"{where}: each gold entry needs a 'file' name and a 'page' number from 1.")
+        pages.add((file, page))
+    return frozenset(pages)

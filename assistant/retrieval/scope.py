@@ -1,0 +1,29 @@
+"""What a search may read: the active index versions of the collections the user may see
+(and the request names), as a SQL subquery that every channel embeds in its own WHERE
+clause. Nothing is filtered in Python after ranking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from knowledge.models import Collection, IndexVersion
+from portal.typing import AnyUser
+
+
+@dataclass(frozen=True)
+class Scope:
+    sql: str  # SELECT active_version_id FROM … (the user's visible collections)
+    params: tuple[Any, ...]
+    versions: tuple[IndexVersion, ...]  # the same versions, loaded, for dims and embedder ids
+
+
+def scope_for(user: AnyUser, collection_ids: Sequence[int] | None = None) -> Scope:
+    collections = Collection.objects.visible_to(user).filter(active_version__isnull=False)
+    if collection_ids is not None:
+        collections = collections.filter(pk__in=list(collection_ids))
+    subquery = collections.values("active_version_id")
+    sql, params = subquery.query.sql_with_params()
+    versions = tuple(IndexVersion.objects.filter(pk__in=subquery).order_by("pk"))
+    return Scope(sql=sql, params=tuple(params), versions=versions)

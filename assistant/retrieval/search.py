@@ -1,0 +1,175 @@
+"""One search: the channels (each restricted in its SQL to what the user may see), Reciprocal
+Rank Fusion, a bounded rerank, source weights, and the media intent.
+
+    search(user, "差旅住宿标准", collection_ids=[3], k=10) -> SearchResults
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from django.conf import settings
+
+from assistant.providers import registry
+from assistant.providers.base import ProviderError
+from assistant.retrieval.dense import search_dense, search_image
+from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
+from assistant.retrieval.lexical import search_lexical
+from assistant.retrieval.scope import Scope, scope_for
+from assistant.retrieval.types import CHANNELS, Channel, Hit, SearchResults, Stage
+from knowledge.models import Chunk
+from portal.typing import AnyUser
+
+log = logging.getLogger(__name__)
+
+
+def search(
+    user: AnyUser,
+    query: str,
+    *,
+    collection_ids: Sequence[int] | None = None,
+    k: int = 10,
+    channels: Sequence[Channel] = CHANNELS,
+    rerank: bool = True,
+    media: bool | None = None,
+) -> SearchResults:
+    """The k best chunks for `query` among the collections `user` may see (and `collection_ids`
+    names). `media` forces the media intent on or off; None reads it from the query."""
+    query = " ".join(query.split())[: settings.MAX_QUERY_CHARS]
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    scope = scope_for(user, collection_ids)
+    ranked = _channels(scope, query, channels, max(k, settings.RETRIEVAL_DEPTH), timings)
+    fused = rrf({name: [pk for pk, _score in rows] for name, rows in ranked.items()}, settings.RETRIEVAL_WEIGHTS)
+    order = sorted(fused, key=lambda pk: (-fused[pk], pk))[: max(k, settings.RERANK_CANDIDATES)]
+    chunks = _load(order, scope)
+    order = [pk for pk in order if pk in chunks]
+    rules = {pk: _rules(chunk) for pk, chunk in chunks.items()}
+    weights = {pk: source_weight(chunks[pk].document.rel_path, rules[pk]) for pk in order}
+    stage = time.perf_counter()
+    reranked, model_id = _rerank(query, order, chunks, ranked) if rerank else ({}, "")
+    timings["rerank"] = (time.perf_counter() - stage) * 1000
+    final_order, finals = _final(order, fused, reranked, weights)
+    hits = tuple(
+        _hit(chunks[pk], ranked, fused[pk], reranked.get(pk), weights[pk], finals[pk]) for pk in final_order[:k]
+    )
+    wants_media = media_intent(query) if media is None else media
+    top_fused = max((hit.fused for hit in hits), default=0.0)
+    attachments = tuple(
+        hit for hit in hits if wants_media and hit.is_media and hit.fused >= settings.MEDIA_MIN_SCORE * top_fused
+    )
+    timings["total"] = (time.perf_counter() - clock) * 1000
+    return SearchResults(query, hits, attachments, wants_media, model_id, timings)
+
+
+def _channels(
+    scope: Scope, query: str, channels: Sequence[Channel], depth: int, timings: dict[str, float]
+) -> dict[str, list[tuple[int, float]]]:
+    ranked: dict[str, list[tuple[int, float]]] = {}
+    if not query:
+        return ranked
+    if "lexical" in channels:
+        started = time.perf_counter()
+        ranked["lexical"] = search_lexical(scope, query, depth)
+        timings["lexical"] = (time.perf_counter() - started) * 1000
+    if "dense" in channels:
+        started = time.perf_counter()
+        embedder = registry.text_embedder()
+        vector = embedder.embed_query(query)
+        timings["embed_query"] = (time.perf_counter() - started) * 1000
+        ranked["dense"] = search_dense(scope, vector, embedder.model_id, depth)
+        timings["dense"] = (time.perf_counter() - started) * 1000
+    if "image" in channels and registry.available("image_embedding"):
+        started = time.perf_counter()
+        pictures = registry.image_embedder()
+        ranked["image"] = search_image(scope, pictures.embed_text(query), pictures.model_id, depth)
+        timings["image"] = (time.perf_counter() - started) * 1000
+    return ranked
+
+
+def _load(ids: list[int], scope: Scope) -> dict[int, Chunk]:
+    versions = [version.pk for version in scope.versions]
+    rows = Chunk.objects.filter(pk__in=ids, index_version_id__in=versions).select_related(
+        "document__collection", "page"
+    )
+    return {chunk.pk: chunk for chunk in rows}
+
+
+def _rules(chunk: Chunk) -> list[dict[str, object]]:
+    rules = (chunk.document.collection.settings or {}).get("weights", [])
+    return rules if isinstance(rules, list) else []
+
+
+def _rerank(
+    query: str, order: list[int], chunks: dict[int, Chunk], ranked: dict[str, list[tuple[int, float]]]
+) -> tuple[dict[int, float], str]:
+    """Rerank scores for the first RERANK_CANDIDATES candidates that text channels found;
+    image-only hits have no text relevance to judge and keep their fused place."""
+    if not registry.available("rerank"):
+        return {}, ""
+    by_text = {pk for name in ("lexical", "dense") for pk, _score in ranked.get(name, [])}
+    candidates = [pk for pk in order[: settings.RERANK_CANDIDATES] if pk in by_text]
+    if not candidates:
+        return {}, ""
+    model = registry.reranker()
+    try:
+        scores = model.score(query, [chunks[pk].text for pk in candidates])
+    except ProviderError as exc:  # the fused order stands; the answer still comes
+        log.warning("rerank by %s failed, keeping the fused order: %s", model.model_id, exc)
+        return {}, ""
+    return dict(zip(candidates, scores, strict=True)), model.model_id
+
+
+def _final(
+    order: list[int], fused: dict[int, float], reranked: dict[int, float], weights: dict[int, float]
+) -> tuple[list[int], dict[int, float]]:
+    """Reranked hits are ordered by their weighted rerank score in the slots they held; the
+    others (image-only hits, candidates past the cap) keep their fused places."""
+    if not reranked:
+        finals = weighted({pk: fused[pk] for pk in order}, weights)
+        return sorted(order, key=lambda pk: (-finals[pk], pk)), finals
+    finals = weighted(reranked, weights)
+    slots = [n for n, pk in enumerate(order) if pk in reranked]
+    best = sorted(reranked, key=lambda pk: (-finals[pk], pk))
+    result = list(order)
+    for slot, pk in zip(slots, best, strict=True):
+        result[slot] = pk
+    others = weighted({pk: fused[pk] for pk in order if pk not in reranked}, weights)
+    return result, {**others, **finals}
+
+
+def _hit(
+    chunk: Chunk,
+    ranked: dict[str, list[tuple[int, float]]],
+    fused: float,
+    rerank_score: float | None,
+    weight: float,
+    final: float,
+) -> Hit:
+    stages = {
+        name: Stage(score=score, rank=rank)
+        for name, rows in ranked.items()
+        for rank, (pk, score) in enumerate(rows, start=1)
+        if pk == chunk.pk
+    }
+    document, page = chunk.document, chunk.page
+    return Hit(
+        chunk_id=chunk.pk,
+        collection_id=document.collection_id,
+        document_id=document.pk,
+        document_name=document.name,
+        rel_path=document.rel_path,
+        page_id=page.pk,
+        page_number=page.number,
+        page_kind=page.kind,
+        kind=chunk.kind,
+        text=chunk.text,
+        location=dict(chunk.location),
+        channels=stages,
+        fused=fused,
+        rerank=rerank_score,
+        weight=weight,
+        score=final,
+    )

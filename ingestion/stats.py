@@ -1,0 +1,68 @@
+"""BM25 corpus statistics per index version, over exactly the chunks queries can see.
+
+A document's chunks count once it becomes searchable in a version (its IndexedDocument row
+is created) and stop counting when that row goes (re-ingestion, deletion, a pruned
+version). Signals on IndexedDocument keep this true whichever path creates or deletes the
+row, cascades included: Django sends every pre_delete before it deletes anything, so the
+chunks are still there to be counted out. Writes are single upserts, safe with several
+workers on one version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+
+ADD_TERMS = """
+INSERT INTO knowledge_termstat (index_version_id, term, df)
+SELECT c.index_version_id, t.term, %(sign)s * count(*)
+FROM knowledge_chunk c CROSS JOIN LATERAL jsonb_object_keys(c.terms) AS t(term)
+WHERE c.index_version_id = %(version)s AND c.document_id = %(document)s
+GROUP BY c.index_version_id, t.term
+ON CONFLICT (index_version_id, term) DO UPDATE SET df = knowledge_termstat.df + EXCLUDED.df
+"""
+ADD_TOTALS = """
+UPDATE knowledge_indexversion v
+SET chunk_count = v.chunk_count + %(sign)s * s.n, total_length = v.total_length + %(sign)s * s.length
+FROM (
+    SELECT count(*) AS n, coalesce(sum(length), 0) AS length FROM knowledge_chunk
+    WHERE index_version_id = %(version)s AND document_id = %(document)s
+) s
+WHERE v.id = %(version)s
+"""
+
+DROP_UNUSED = """
+DELETE FROM knowledge_termstat
+WHERE index_version_id = %(version)s AND df <= 0 AND term IN (
+    SELECT jsonb_object_keys(terms) FROM knowledge_chunk
+    WHERE index_version_id = %(version)s AND document_id = %(document)s
+)
+"""
+
+
+def add_document(version_id: int, document_id: int, sign: int = 1) -> None:
+    """Count a document's chunks in (sign 1) or out of (sign -1) the version's statistics."""
+    params = {"sign": sign, "version": version_id, "document": document_id}
+    with connection.cursor() as cursor:
+        cursor.execute(ADD_TERMS, params)
+        cursor.execute(ADD_TOTALS, params)
+        if sign < 0:
+            cursor.execute(DROP_UNUSED, params)
+
+
+def on_indexed(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    if created:
+        add_document(instance.index_version_id, instance.document_id, 1)
+
+
+def on_unindexed(sender: Any, instance: Any, **kwargs: Any) -> None:
+    add_document(instance.index_version_id, instance.document_id, -1)
+
+
+def connect() -> None:
+    from django.db.models.signals import post_save, pre_delete
+
+    from knowledge.models import IndexedDocument
+
+    post_save.connect(on_indexed, sender=IndexedDocument, dispatch_uid="bm25-stats-add")
+    pre_delete.connect(on_unindexed, sender=IndexedDocument, dispatch_uid="bm25-stats-remove")

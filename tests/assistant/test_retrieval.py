@@ -1,0 +1,219 @@
+"""Hybrid retrieval on real PostgreSQL + pgvector with the local embedder: BM25 equal to a
+reference implementation, Chinese and numbers matched literally, HNSW with filters, access
+inside the SQL, RRF, weights, rerank cap and media intent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from django.db import connection
+
+from assistant.providers import registry
+from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
+from assistant.retrieval.lexical import query_terms, search_lexical
+from assistant.retrieval.scope import scope_for
+from assistant.retrieval.search import search
+from ingestion.models import IngestionRun
+from ingestion.pipeline import claim, ingest_document
+from knowledge import actions
+from knowledge.models import Chunk, Collection, IndexVersion, TermStat
+from tests.conftest import token_for
+
+DOCS = {
+    "travel.md": "# 差旅政策\n\n员工出差的住宿标准按城市等级执行，北京每晚不超过600元。\n\n"
+    "# Taxis\n\nTaxi receipts are reimbursed within 30 days of the trip.",
+    "payroll.md": "# 工资发放\n\n每月14号发放上月工资。\n\n# 报销\n\n每月7号集中处理报销单。",
+    "security.md": "# IT security\n\nPasswords must be rotated every 90 days. Lost laptops are reported to IT at once.",
+    "leave.md": "# 年假\n\n入职满一年的员工享有五天带薪年假，年假需提前一周申请。\n\n"
+    "# Sick leave\n\nSick leave needs a doctor's note after two days.",
+}
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def ingest(collection: Collection, docs: dict[str, str]) -> None:
+    for name, text in docs.items():
+        _document, run = actions.do_add_document(collection, name, text.encode(), enqueue=False)
+        assert run is not None
+        assert claim(run)
+        ingest_document(run, registry.text_embedder())
+        run.refresh_from_db()
+        assert run.status == IngestionRun.Status.SUCCEEDED, run.error
+
+
+@pytest.fixture
+def corpus(db, private_collection) -> Collection:
+    ingest(private_collection, DOCS)
+    private_collection.refresh_from_db()
+    return private_collection
+
+
+def test_bm25_equals_the_reference_implementation(corpus, alice):
+    import bm25s
+
+    version = IndexVersion.objects.get(pk=corpus.active_version_id)
+    chunks = list(Chunk.objects.filter(index_version=version).order_by("pk"))
+    tokens = [[term for term, count in chunk.terms.items() for _ in range(count)] for chunk in chunks]
+    reference = bm25s.BM25(k1=1.2, b=0.75, method="lucene", dtype="float64")
+    reference.index(tokens, show_progress=False)
+    assert version.chunk_count == len(chunks)
+    assert version.total_length == sum(chunk.length for chunk in chunks)
+    scope = scope_for(alice, [corpus.pk])
+    for query in ("北京住宿标准", "taxi receipts reimbursed", "14号工资", "leave 年假 申请", "laptops"):
+        wanted = [term for term in query_terms(query) if term in reference.vocab_dict]
+        expected = reference.get_scores(wanted)
+        got = dict(search_lexical(scope, query, k=100))
+        assert got, query
+        for chunk, score in zip(chunks, expected, strict=True):
+            assert got.get(chunk.pk, 0.0) == pytest.approx(float(score), abs=1e-6), (query, chunk.text)
+
+
+def test_numbers_and_chinese_match_literally(corpus, alice):
+    scope = scope_for(alice)
+    (best, _score), *_ = search_lexical(scope, "14号", k=5)
+    assert "14号" in Chunk.objects.get(pk=best).text
+    (best, _score), *_ = search_lexical(scope, "住宿标准", k=5)  # no spaces to split on
+    assert "住宿标准" in Chunk.objects.get(pk=best).text
+
+
+def test_statistics_follow_what_is_searchable(corpus, alice):
+    version = IndexVersion.objects.get(pk=corpus.active_version_id)
+    before = TermStat.objects.get(index_version=version, term="14").df
+    assert before == 1
+    actions.do_delete_document(corpus.documents.get(rel_path="payroll.md"))
+    version.refresh_from_db()
+    assert not TermStat.objects.filter(index_version=version, term="14").exists()
+    assert version.chunk_count == Chunk.objects.filter(index_version=version).count()
+
+
+def test_hybrid_search_finds_the_right_chunk_in_both_languages(corpus, alice):
+    results = search(alice, "北京出差每晚住宿最多多少钱", rerank=False)
+    assert "600" in results.hits[0].text
+    assert set(results.hits[0].channels) == {"lexical", "dense"}
+    results = search(alice, "How long do I have to hand in taxi receipts?", rerank=False)
+    assert "30 days" in results.hits[0].text
+    hit = results.hits[0]
+    assert (hit.document_name, hit.page_number) == ("travel.md", 2)
+    assert hit.location["heading_path"] == ["Taxis"]
+
+
+def test_a_user_never_gets_a_chunk_they_cannot_see(corpus, alice, charlie, api):
+    secret = actions.do_create_collection(charlie, "charlie's")
+    ingest(secret, {"secret.md": "# Secret\n\n北京每晚住宿标准是九百九十九元，这是机密。"})
+    query = "北京每晚住宿标准是九百九十九元"
+    for channels in (("lexical",), ("dense",), ("lexical", "dense", "image")):
+        found = search(alice, query, channels=channels, rerank=False)
+        assert found.hits
+        assert all(hit.collection_id == corpus.pk for hit in found.hits)
+        assert all("九百九十九" not in hit.text for hit in found.hits)
+    assert search(alice, query, collection_ids=[secret.pk]).hits == ()
+    token_for(api, alice)
+    response = api.post("/api/search/", {"query": query, "collections": [secret.pk]}, format="json")
+    assert response.status_code == 404
+    assert "九百九十九" not in response.content.decode()
+    response = api.post("/api/search/", {"query": query, "k": 3}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert all("九百九十九" not in hit["text"] and hit["collection_id"] == corpus.pk for hit in body["hits"])
+    assert len(body["hits"]) == 3
+    assert body["hits"][0]["channels"]["lexical"]["rank"] >= 1
+    assert body["hits"][0]["render_url"].startswith("/api/pages/")
+
+
+def test_filtered_hnsw_still_returns_k_results(corpus, alice):
+    """A version where most chunks belong to a document still being indexed (not searchable):
+    the iterative scan keeps reading the graph until k searchable chunks are found."""
+    version = IndexVersion.objects.get(pk=corpus.active_version_id)
+    hidden = actions.do_add_document(corpus, "hidden.md", b"# Hidden\n\nnot yet", enqueue=False)[0]
+    page = hidden.pages.create(number=1, kind="section", content_sha256="0" * 64)
+    vector = registry.text_embedder().embed_query("北京出差每晚住宿")
+    Chunk.objects.bulk_create(
+        Chunk(
+            index_version=version,
+            document=hidden,
+            page=page,
+            ordinal=n,
+            kind="text",
+            text=f"hidden {n}",
+            location={"page": 1},
+            embedding=[v + (n % 7) * 1e-4 for v in vector],
+            content_sha256=str(n),
+        )
+        for n in range(2000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_chunk")
+    found = search(alice, "北京出差每晚住宿", channels=("dense",), rerank=False, k=5)
+    assert len(found.hits) == 5
+    assert all(hit.document_name != "hidden.md" for hit in found.hits)
+    dims = int(version.dims)  # an integer column: the cast's type modifier cannot be a parameter
+    with connection.cursor() as cursor:
+        sql = (
+            "EXPLAIN SELECT id FROM knowledge_chunk WHERE index_version_id = %s "
+            "ORDER BY embedding::vector({d}) <=> %s::vector({d}) LIMIT 5"
+        )
+        cursor.execute(sql.format(d=dims), [version.pk, str(vector)])
+        plan = " ".join(row[0] for row in cursor.fetchall())
+    assert f"chunk_hnsw_v{version.pk}" in plan
+
+
+def test_rrf_and_source_weights_on_hand_computed_cases():
+    fused = rrf({"lexical": [1, 2, 3], "dense": [3, 1]}, k=60)
+    assert fused[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused[2] == pytest.approx(1 / 62)
+    assert rrf({"lexical": [1], "dense": [2]}, {"lexical": 2.0, "dense": 1.0})[1] == pytest.approx(2 / 61)
+    rules = [{"pattern": "chat-logs/**", "weight": 0.3}, {"pattern": "core/", "weight": 1.0}]
+    assert source_weight("chat-logs/2024/may.md", rules) == 0.3
+    assert source_weight("core/policy.pdf", rules) == 1.0
+    assert source_weight("other.md", rules) == 1.0
+    finals = weighted({1: 0.9, 2: 1.0, 3: 0.5}, {1: 1.0, 2: 0.3, 3: 1.0})
+    assert finals[1] == pytest.approx((0.4 / 0.5 * 0.9 + 0.1) * 2)  # 1.64
+    assert finals[2] == pytest.approx(1.0 * 1.3)  # the best match, from a 0.3 source
+    assert finals[3] == pytest.approx(0.1 * 2)  # the weakest keeps a little
+    assert finals[1] > finals[2] > finals[3]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("活动海报长什么样", True),
+        ("给我看一下培训视频", True),
+        ("show me a picture of the office", True),
+        ("Is there a video of the onboarding talk?", True),
+        ("退票怎么退款", False),
+        ("How do I get a refund for a ticket?", False),
+        ("报销流程是什么", False),
+    ],
+)
+def test_media_intent_in_both_languages(query, expected):
+    assert media_intent(query) is expected
+
+
+class CountingReranker:
+    model_id = "test:counting"
+
+    def __init__(self) -> None:
+        self.passages: list[int] = []
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        self.passages.append(len(passages))
+        return [float("600" in passage) for passage in passages]
+
+
+def test_the_reranker_sees_at_most_the_candidate_cap(corpus, alice, monkeypatch, settings):
+    """An adapter-boundary fake: the real rerankers are tested in tests/assistant."""
+    settings.RERANK_CANDIDATES = 3
+    reranker = CountingReranker()
+    monkeypatch.setattr(registry, "available", lambda role: role == "rerank")
+    monkeypatch.setattr(registry, "reranker", lambda: reranker)
+    results = search(alice, "taxi 住宿 工资 年假 laptops", channels=("lexical",), k=8)
+    assert reranker.passages == [3]
+    assert results.reranker == "test:counting"
+    reranked = [hit for hit in results.hits if hit.rerank is not None]
+    assert len(reranked) == 3
+    assert sum(hit.rerank is not None for hit in results.hits[:3]) == 3  # they keep the top slots
