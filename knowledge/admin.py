@@ -8,7 +8,9 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
 from django.utils.translation import gettext_lazy as _
 
 from knowledge import actions
@@ -63,6 +65,7 @@ class MembershipAdmin(VisibleOnlyAdmin):
 @admin.register(Collection)
 class CollectionAdmin(VisibleOnlyAdmin):
     actions = ["reindex", "roll_back"]
+    change_form_template = "admin/knowledge/collection/change_form.html"
 
     list_display = ["name", "owner_user", "owner_team", "created_at", "updated_at"]
     search_fields = ["name", "owner_user__email", "owner_team__name"]
@@ -73,6 +76,38 @@ class CollectionAdmin(VisibleOnlyAdmin):
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Collection.objects.visible_to(request.user).values("pk"))
+
+    def get_urls(self) -> list[Any]:
+        urls = [
+            path(
+                "<path:object_id>/search/",
+                self.admin_site.admin_view(self.test_search),
+                name="knowledge_collection_search",
+            )
+        ]
+        return urls + super().get_urls()
+
+    def test_search(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Try a query on one collection and see every stage's score: why a result is there."""
+        from assistant.retrieval.scope import scope_of
+        from assistant.retrieval.search import search
+
+        collection = self.get_object(request, object_id)
+        query = request.GET.get("q", "").strip()
+        results = None
+        if query:
+            scope = scope_of(Collection.objects.filter(pk=collection.pk))
+            results = search(request.user, query, k=20, rerank=request.GET.get("rerank") == "on", scope=scope)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": collection,
+            "title": _("Test search in “%(name)s”") % {"name": collection.name},
+            "query": query,
+            "results": results,
+            "rerank": request.GET.get("rerank") == "on",
+        }
+        return TemplateResponse(request, "admin/knowledge/collection/test_search.html", context)
 
     @admin.action(description=_("Reindex: build a new index version in the background"))
     def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:

@@ -142,7 +142,7 @@ def parse_question(raw: str, where: str) -> Question:
 
 def _gold(value: object, where: str) -> frozenset[PageKey]:
     if not isinstance(value, list) or not value:
-        raise QuestionFileError(f"{where}: 'gold' must be a non-empty list of {{\"file\", \"page\"}} objects.")
+        raise QuestionFileError(f'{where}: \'gold\' must be a non-empty list of {{"file", "page"}} objects.')
     pages: set[PageKey] = set()
     for item in value:
         file, page = (item.get("file"), item.get("page")) if isinstance(item, dict) else (None, None)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import QuerySet
+
 from knowledge.models import Collection, IndexVersion
 from portal.typing import AnyUser
 
@@ -20,10 +22,16 @@ class Scope:
 
 
 def scope_for(user: AnyUser, collection_ids: Sequence[int] | None = None) -> Scope:
-    collections = Collection.objects.visible_to(user).filter(active_version__isnull=False)
+    collections = Collection.objects.visible_to(user)
     if collection_ids is not None:
         collections = collections.filter(pk__in=list(collection_ids))
-    subquery = collections.values("active_version_id")
+    return scope_of(collections)
+
+
+def scope_of(collections: QuerySet[Collection]) -> Scope:
+    """The scope of collections the caller has already been authorised for (the admin's
+    test search, where a superuser may test any collection)."""
+    subquery = collections.filter(active_version__isnull=False).values("active_version_id")
     sql, params = subquery.query.sql_with_params()
     versions = tuple(IndexVersion.objects.filter(pk__in=subquery).order_by("pk"))
     return Scope(sql=sql, params=tuple(params), versions=versions)

@@ -34,13 +34,15 @@ def search(
     channels: Sequence[Channel] = CHANNELS,
     rerank: bool = True,
     media: bool | None = None,
+    scope: Scope | None = None,
 ) -> SearchResults:
     """The k best chunks for `query` among the collections `user` may see (and `collection_ids`
-    names). `media` forces the media intent on or off; None reads it from the query."""
+    names). `media` forces the media intent on or off; None reads it from the query. `scope`
+    replaces the user's (scope_of: collections the caller authorised already)."""
     query = " ".join(query.split())[: settings.MAX_QUERY_CHARS]
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    scope = scope_for(user, collection_ids)
+    scope = scope or scope_for(user, collection_ids)
     ranked = _channels(scope, query, channels, max(k, settings.RETRIEVAL_DEPTH), timings)
     fused = rrf({name: [pk for pk, _score in rows] for name, rows in ranked.items()}, settings.RETRIEVAL_WEIGHTS)
     order = sorted(fused, key=lambda pk: (-fused[pk], pk))[: max(k, settings.RERANK_CANDIDATES)]

@@ -217,3 +217,18 @@ def test_the_reranker_sees_at_most_the_candidate_cap(corpus, alice, monkeypatch,
     reranked = [hit for hit in results.hits if hit.rerank is not None]
     assert len(reranked) == 3
     assert sum(hit.rerank is not None for hit in results.hits[:3]) == 3  # they keep the top slots
+
+
+def test_the_admin_test_search_shows_every_stage(admin_client, corpus, client, bob):
+    page = admin_client.get(f"/admin/knowledge/collection/{corpus.pk}/change/").content.decode()
+    assert f"/admin/knowledge/collection/{corpus.pk}/search/" in page
+    response = admin_client.get(f"/admin/knowledge/collection/{corpus.pk}/search/", {"q": "北京住宿标准"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "travel.md" in body
+    assert "(#1)" in body  # a channel's rank
+    assert "600" in body
+    bob.is_staff = True
+    bob.save()
+    client.force_login(bob)  # staff who cannot see the collection: 404, as everywhere in the admin
+    assert client.get(f"/admin/knowledge/collection/{corpus.pk}/search/", {"q": "北京"}).status_code in (403, 404)
