@@ -129,23 +129,31 @@ def create_version(collection: Collection, embedder: TextEmbedder, status: str) 
 
 
 def _create_vector_index(version: IndexVersion) -> None:
-    # pgvector indexes need a fixed size: one partial HNSW index per version, on the cast column.
-    # Identifiers come from integers we own, not from input.
     with connection.cursor() as cursor:
         # CREATE INDEX refuses a table with deferred FK checks pending in this transaction:
         # run those checks now (they would run at commit anyway).
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS chunk_hnsw_v{int(version.pk)} ON knowledge_chunk "
-            f"USING hnsw ((embedding::vector({int(version.dims)})) vector_cosine_ops) "
-            f"WHERE index_version_id = {int(version.pk)}"
+        for sql in vector_index_sql(version):
+            cursor.execute(sql)
+
+
+def vector_index_sql(version: IndexVersion) -> list[str]:
+    """pgvector indexes need a fixed size: one partial HNSW index per version, on the cast
+    column, over its searchable chunks only, so that a search needs no other filter and the
+    planner reads the graph. Identifiers come from integers we own, not from input."""
+    pk = int(version.pk)
+    statements = [
+        f"CREATE INDEX IF NOT EXISTS chunk_hnsw_v{pk} ON knowledge_chunk "
+        f"USING hnsw ((embedding::vector({int(version.dims)})) vector_cosine_ops) "
+        f"WHERE index_version_id = {pk} AND searchable"
+    ]
+    if version.image_dims:
+        statements.append(
+            f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_v{pk} ON knowledge_chunk "
+            f"USING hnsw ((image_embedding::vector({int(version.image_dims)})) vector_cosine_ops) "
+            f"WHERE index_version_id = {pk} AND searchable AND image_embedding IS NOT NULL"
         )
-        if version.image_dims:
-            cursor.execute(
-                f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_v{int(version.pk)} ON knowledge_chunk "
-                f"USING hnsw ((image_embedding::vector({int(version.image_dims)})) vector_cosine_ops) "
-                f"WHERE index_version_id = {int(version.pk)} AND image_embedding IS NOT NULL"
-            )
+    return statements
 
 
 def target_versions(collection: Collection) -> list[IndexVersion]:

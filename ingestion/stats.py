@@ -1,4 +1,5 @@
-"""BM25 corpus statistics per index version, over exactly the chunks queries can see.
+"""BM25 corpus statistics per index version, over exactly the chunks queries can see, and
+each chunk's `searchable` mark that the channels and the HNSW indexes filter on.
 
 A document's chunks count once it becomes searchable in a version (its IndexedDocument row
 is created) and stop counting when that row goes (re-ingestion, deletion, a pruned
@@ -40,10 +41,18 @@ WHERE index_version_id = %(version)s AND df <= 0 AND term IN (
 """
 
 
+MARK = """
+UPDATE knowledge_chunk SET searchable = %(searchable)s
+WHERE index_version_id = %(version)s AND document_id = %(document)s AND searchable <> %(searchable)s
+"""
+
+
 def add_document(version_id: int, document_id: int, sign: int = 1) -> None:
-    """Count a document's chunks in (sign 1) or out of (sign -1) the version's statistics."""
-    params = {"sign": sign, "version": version_id, "document": document_id}
+    """Count a document's chunks in (sign 1) or out of (sign -1) the version's statistics,
+    and mark them searchable or not."""
+    params = {"sign": sign, "version": version_id, "document": document_id, "searchable": sign > 0}
     with connection.cursor() as cursor:
+        cursor.execute(MARK, params)
         cursor.execute(ADD_TERMS, params)
         cursor.execute(ADD_TOTALS, params)
         if sign < 0:

@@ -114,4 +114,5 @@ def prune(collection: Collection, keep: int | None = None) -> list[int]:
             IndexVersion.objects.filter(pk=pk).delete()  # chunks, indexed pages and documents cascade
             with connection.cursor() as cursor:
                 cursor.execute(f"DROP INDEX IF EXISTS chunk_hnsw_v{int(pk)}")
+                cursor.execute(f"DROP INDEX IF EXISTS chunk_image_hnsw_v{int(pk)}")
     return doomed

@@ -4,12 +4,15 @@ and frame chunks (image).
 
 Each version has its own partial HNSW index (its dims are fixed there), so each version is
 searched by its own query, with the version id as a constant the planner can match to the
-index predicate. Iterative scans (pgvector 0.8) keep reading the graph until k rows pass
-the filters, so a small collection inside a large table still gets k results."""
+index predicate (`index_version_id = v AND searchable`). The access check is a one-time
+filter on the branch (the version must be one the user may see), so it does not disturb the
+planner's choice of the graph. Iterative scans (pgvector 0.8) keep reading the graph until
+k rows pass any remaining filter (`image_embedding IS NOT NULL`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -17,18 +20,16 @@ from django.db import connection, transaction
 from assistant.retrieval.scope import Scope
 from knowledge.models import IndexVersion
 
-# The column and the cast's dims are spliced in: a vector type modifier cannot be a bound
-# parameter. Both come from this module and from an integer column, never from input.
-QUERY = """
-SELECT c.id, 1 - ({column}::vector({dims}) <=> %s::vector({dims})) AS score
+# One branch per version, all in one statement (one round trip, one plan). The column and
+# the cast's dims are spliced in: a vector type modifier cannot be a bound parameter. Both
+# come from this module and from an integer column, never from input.
+BRANCH = """
+(SELECT c.id, 1 - ({column}::vector({dims}) <=> %s::vector({dims})) AS score
 FROM knowledge_chunk c
-WHERE c.index_version_id = %s AND c.index_version_id IN ({scope}){extra}
-  AND EXISTS (
-    SELECT 1 FROM knowledge_indexeddocument d
-    WHERE d.document_id = c.document_id AND d.index_version_id = c.index_version_id
-  )
+WHERE c.index_version_id = %s AND c.searchable{extra}
+  AND EXISTS (SELECT 1 FROM allowed WHERE active_version_id = %s)
 ORDER BY {column}::vector({dims}) <=> %s::vector({dims})
-LIMIT %s
+LIMIT %s)
 """
 
 
@@ -52,6 +53,24 @@ def search_image(scope: Scope, vector: Sequence[float], model_id: str, k: int) -
     )
 
 
+def statement(
+    scope: Scope,
+    versions: list[IndexVersion],
+    column: str,
+    dims_of: Callable[[IndexVersion], int],
+    extra: str,
+    vector: Sequence[float],
+    k: int,
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of one dense search over `versions` (EXPLAIN-able in tests)."""
+    text = "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+    branches, params = [], list(scope.params)
+    for version in versions:
+        branches.append(BRANCH.format(column=column, dims=int(dims_of(version)), extra=extra))
+        params += [text, version.pk, version.pk, text, k]
+    return f"WITH allowed AS MATERIALIZED ({scope.sql}) " + " UNION ALL ".join(branches), params
+
+
 def _search(
     scope: Scope,
     versions: list[IndexVersion],
@@ -63,15 +82,12 @@ def _search(
 ) -> list[tuple[int, float]]:
     if not versions:
         return []
-    text = "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
-    found: list[tuple[int, float]] = []
+    sql, params = statement(scope, versions, column, dims_of, extra, vector, k)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.HNSW_EF_SEARCH)])
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        for version in versions:
-            sql = QUERY.format(column=column, dims=int(dims_of(version)), scope=scope.sql, extra=extra)
-            cursor.execute(sql, [text, version.pk, *scope.params, text, k])
-            found.extend((int(pk), float(score)) for pk, score in cursor.fetchall())
+        cursor.execute(sql, params)
+        found = [(int(pk), float(score)) for pk, score in cursor.fetchall()]
     # relaxed_order may return rows slightly out of order; several versions interleave.
     found.sort(key=lambda row: (-row[1], row[0]))
     return found[:k]

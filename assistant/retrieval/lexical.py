@@ -38,9 +38,8 @@ SELECT c.id, sum(
 ) AS score
 FROM knowledge_chunk c
 JOIN versions v ON v.id = c.index_version_id
-JOIN knowledge_indexeddocument d ON d.document_id = c.document_id AND d.index_version_id = c.index_version_id
 JOIN idf i ON i.index_version_id = c.index_version_id AND c.terms ? i.term
-WHERE c.terms ?| %s
+WHERE c.terms ?| %s AND c.searchable
 GROUP BY c.id
 ORDER BY score DESC, c.id
 LIMIT %s

@@ -136,6 +136,9 @@ class Chunk(models.Model):
     embedding = VectorField(_("embedding"), null=True)
     image_embedding = VectorField(_("image embedding"), null=True)  # image and frame chunks
     weight = models.FloatField(_("weight"), default=1.0)
+    # True while its document is searchable in its version (an IndexedDocument row exists):
+    # kept by ingestion/stats.py, so searches and the HNSW indexes need no join.
+    searchable = models.BooleanField(_("searchable"), default=False)
     content_sha256 = models.CharField(max_length=64)
 
     class Meta:

@@ -150,13 +150,11 @@ def test_filtered_hnsw_still_returns_k_results(corpus, alice):
     found = search(alice, "北京出差每晚住宿", channels=("dense",), rerank=False, k=5)
     assert len(found.hits) == 5
     assert all(hit.document_name != "hidden.md" for hit in found.hits)
-    dims = int(version.dims)  # an integer column: the cast's type modifier cannot be a parameter
+    from assistant.retrieval.dense import statement
+
+    sql, params = statement(scope_for(alice), [version], "c.embedding", lambda v: v.dims, "", vector, 5)
     with connection.cursor() as cursor:
-        sql = (
-            "EXPLAIN SELECT id FROM knowledge_chunk WHERE index_version_id = %s "
-            "ORDER BY embedding::vector({d}) <=> %s::vector({d}) LIMIT 5"
-        )
-        cursor.execute(sql.format(d=dims), [version.pk, str(vector)])
+        cursor.execute("EXPLAIN " + sql, params)
         plan = " ".join(row[0] for row in cursor.fetchall())
     assert f"chunk_hnsw_v{version.pk}" in plan
 
