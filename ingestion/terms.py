@@ -1,4 +1,4 @@
-"""Terms for the lexical index: jieba's search-mode segmentation (rjieba), lower-cased, with
+"""Terms for the lexical index: jieba's search-mode segmentation (rjieba) of NFKC-folded text, lower-cased, with
 punctuation and spaces dropped. Digits are kept as their own terms ("14号" gives "14" and
 "号"), so numbers and dates match literally."""
 
@@ -12,7 +12,9 @@ def terms(text: str) -> Counter[str]:
     import rjieba
 
     counts: Counter[str] = Counter()
-    for token in rjieba.cut_for_search(text):
+    # NFKC: PDFs often carry CJK compatibility characters (北 as U+F963) and full-width
+    # digits; folded, "北京" and "１４号" match what people type.
+    for token in rjieba.cut_for_search(unicodedata.normalize("NFKC", text)):
         token = token.strip().lower()
         if token and any(_is_word_char(char) for char in token):
             counts[token] += 1

@@ -5,6 +5,7 @@ text beside them as caption, a PNG render for citations, and every block's bbox.
 from __future__ import annotations
 
 import statistics
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,13 @@ def _parse_page(page: Any, number: int) -> ParsedPage:
 
 def _block_text(block: dict[str, Any]) -> str:
     lines = ["".join(span["text"] for span in line["spans"]).strip() for line in block.get("lines", [])]
-    return "\n".join(line for line in lines if line)
+    return _fold("\n".join(line for line in lines if line))
+
+
+def _fold(text: str) -> str:
+    """NFKC: fonts often map CJK characters to compatibility code points (北 as U+F963) that
+    look the same but match nothing people type; ligatures (ﬁ) and full-width digits too."""
+    return unicodedata.normalize("NFKC", text)
 
 
 def _size(block: dict[str, Any]) -> float:
@@ -122,8 +129,8 @@ def _text_blocks(raw: list[dict[str, Any]]) -> list[Block]:
 
 
 def _table_block(table: Any) -> Block:
-    rows = tuple(tuple((cell or "").strip() for cell in row) for row in table.extract())
-    return Block("table", table.to_markdown(clean=False).strip(), bbox=_bbox(table.bbox), cells=rows)
+    rows = tuple(tuple(_fold((cell or "").strip()) for cell in row) for row in table.extract())
+    return Block("table", _fold(table.to_markdown(clean=False).strip()), bbox=_bbox(table.bbox), cells=rows)
 
 
 def _image_blocks(page: Any, images: list[dict[str, Any]], texts: list[dict[str, Any]]) -> list[Block]:

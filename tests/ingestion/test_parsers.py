@@ -132,3 +132,22 @@ def test_it_sniffs_bytes_in_memory_as_it_sniffs_files(tmp_path, handbook):
     assert sniff_bytes(buffer.getvalue(), "report.pdf") == DOCX
     assert sniff_bytes(handbook.read_bytes(), "x.txt") == sniff(handbook) == "application/pdf"
     assert sniff_bytes("# 标题".encode("gbk"), "a.md") == "text/markdown"
+
+
+def test_compatibility_characters_from_pdf_fonts_are_folded(tmp_path):
+    """Fonts often map 北 to U+F963 (CJK compatibility): it looks the same and matches nothing."""
+    import pymupdf
+
+    from ingestion.terms import terms
+    from tests.ingestion.files import cjk_font
+
+    font = cjk_font()
+    if font is None:
+        pytest.skip("needs a CJK font")
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 100), "\uf963京出差 １４号", fontsize=12, fontname="cjk", fontfile=str(font))
+    document.save(tmp_path / "compat.pdf")
+    (parsed,) = parser_for("application/pdf").pages(tmp_path / "compat.pdf")
+    assert "北京出差 14号" in parsed.text
+    assert {"北京", "14"} <= set(terms("\uf963京出差 １４号"))

@@ -19,6 +19,7 @@ indexes every file of the folder here (no Celery worker needed), and evaluates a
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,9 @@ class Command(BaseCommand):
         out: Path,
         **options: Any,
     ) -> None:
+        # call_command passes keyword options as given, without argparse's type conversion.
+        questions, out = Path(questions), Path(out)
+        ingest = Path(ingest) if ingest is not None else None
         if k < 1:
             raise CommandError("--k must be at least 1.")
         if (collection is None) == (ingest is None):
@@ -109,7 +113,9 @@ class Command(BaseCommand):
         if not Collection.objects.visible_to(searcher).filter(pk=target.pk).exists():
             raise CommandError(f"{searcher.email or searcher.username} cannot see collection {target.pk}.")
         self.stdout.write(f"Collection {target.pk} ({target.name}), searched as {searcher.email or searcher.username}")
+        started = time.perf_counter()
         report = evaluate(entries, searcher, target, pipelines(), k)
+        report["seconds"] = round(time.perf_counter() - started, 1)
         report["questions_file"] = str(questions)
         self.stdout.write(format_report(report))
         json_path, png_path = output_paths(out)
@@ -124,7 +130,9 @@ class Command(BaseCommand):
             raise CommandError(f"{folder} is not a folder.")
         target = create_collection(user)
         self.stdout.write(f"Created collection {target.pk} ({target.name}); indexing {folder}")
+        started = time.perf_counter()
         call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=self.stdout, stderr=self.stderr)
+        self.stdout.write(f"Indexed in {time.perf_counter() - started:.1f} s")
         documents = Document.objects.filter(collection=target)
         for failed in documents.filter(status=Document.Status.FAILED):
             self.stderr.write(f"{failed.rel_path} failed: {failed.error}")
@@ -217,7 +225,7 @@ def format_report(report: dict[str, Any]) -> str:
                 cells = "".join(f"{values[metric]:>9.3f}" for metric in METRICS)
                 lines.append(f"{name:<14}{label:<10}{int(values['n']):>4}{cells}")
     timing = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report["mean_ms"].items())
-    lines += ["", f"Mean search time: {timing}"]
+    lines += ["", f"Mean search time: {timing}; {report.get('seconds', 0):.1f} s in all"]
     return "\n".join(lines)
 
 
@@ -245,9 +253,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
         axis.set_ylim(0, 1.05)
         axis.set_title(title)
         axis.grid(axis="y", alpha=0.3)
-    axes[0].legend(loc="lower left", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=max(len(names), 1))
     figure.suptitle(f"Retrieval evaluation: {report['questions']} questions, collection {report['collection']}")
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
@@ -285,10 +294,7 @@ def default_user(target: Collection) -> User:
     if target.owner_user is not None:
         return target.owner_user
     membership = (
-        Membership.objects.filter(team_id=target.owner_team_id, role=Role.ADMIN)
-        .select_related("user")
-        .order_by("pk")
-        .first()
+        Membership.objects.filter(team=target.owner_team, role=Role.ADMIN).select_related("user").order_by("pk").first()
     )
     if membership is None:
         raise CommandError(f"Collection {target.pk} has no owner or team admin to search as: give --user.")
