@@ -230,3 +230,16 @@ def test_the_admin_test_search_shows_every_stage(admin_client, corpus, client, b
     bob.save()
     client.force_login(bob)  # staff who cannot see the collection: 404, as everywhere in the admin
     assert client.get(f"/admin/knowledge/collection/{corpus.pk}/search/", {"q": "北京"}).status_code in (403, 404)
+
+
+def test_reading_rare_terms_first_gives_the_exact_top_k(corpus, alice, monkeypatch):
+    from assistant.retrieval import lexical
+
+    scope = scope_for(alice)
+    for query in ("employees leave 年假 员工", "报销 工资 每月", "sick leave doctor"):
+        pruned = search_lexical(scope, query, k=2)
+        monkeypatch.setattr(lexical, "COMMON_SHARE", 1.0)  # every term rare: no pruning
+        exhaustive = search_lexical(scope, query, k=2)
+        monkeypatch.setattr(lexical, "COMMON_SHARE", 0.0)  # every term common: one full run
+        assert pruned == exhaustive == search_lexical(scope, query, k=2)
+        monkeypatch.setattr(lexical, "COMMON_SHARE", 0.05)
