@@ -807,6 +807,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
     right.set_ylim(min(0.8, min(values or [1.0]) - 0.05), 1.0)
     right.set_title("dense recall@10 vs exact scan", fontsize=10)
     right.legend(fontsize=8)
+    if not any(values):
+        right.set_axis_off()
+        right.text(0.5, 0.5, "recall not measured in this run", ha="center", transform=right.transAxes)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
