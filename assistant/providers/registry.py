@@ -53,7 +53,8 @@ UNAVAILABLE = {
 }
 
 _instances: dict[Role, object] = {}
-_lock = threading.Lock()
+# Reentrant: building one role may build another (the local reranker uses the chat model).
+_lock = threading.RLock()
 
 
 def role_config(role: Role) -> RoleConfig:

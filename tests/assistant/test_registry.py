@@ -53,3 +53,17 @@ def test_it_needs_an_address_for_the_http_reranker(monkeypatch):
     monkeypatch.setenv("PROVIDER_RERANK", "http")
     with pytest.raises(ImproperlyConfigured, match="BASE_URL_RERANK"):
         load_role("rerank", default_threads=2)
+
+
+def test_a_role_built_from_another_does_not_deadlock(monkeypatch, settings):
+    """The local reranker asks the registry for the chat model while being built."""
+    monkeypatch.setenv("PROVIDER_RERANK", "local")
+    settings.MODEL_ROLES = {**settings.MODEL_ROLES, "rerank": load_role("rerank", 1)}
+    registry.reset()
+    built: list[object] = []
+    thread = threading.Thread(target=lambda: built.append(registry.reranker()), daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "registry.reranker() deadlocked"
+    registry.reset()
+    assert built[0].model_id.startswith("local:")  # type: ignore[attr-defined]
