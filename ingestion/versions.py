@@ -43,10 +43,10 @@ def reindex_outdated(embedder: TextEmbedder) -> list[IndexVersion]:
     outdated = Collection.objects.filter(active_version__isnull=False).exclude(
         index_versions__status=IndexVersion.Status.BUILDING
     )
+    pictures = image_embedder()
     for collection in outdated.select_related("active_version"):
         active = collection.active_version
         assert active is not None
-        pictures = image_embedder()
         same_pictures = active.image_embedder_id == (pictures.model_id if pictures else "")
         if active.embedder_id == embedder.model_id and same_pictures and active.config == version_config(collection):
             continue

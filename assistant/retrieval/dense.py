@@ -36,21 +36,18 @@ LIMIT %s)
 def search_dense(scope: Scope, vector: Sequence[float], model_id: str, k: int) -> list[tuple[int, float]]:
     """(chunk id, cosine similarity) over versions built with `model_id`, best first."""
     versions = [v for v in scope.versions if v.embedder_id == model_id and v.dims == len(vector)]
-    return _search(scope, versions, "c.embedding", lambda v: v.dims, "", vector, k)
+    if not versions:
+        return []
+    return _search(*statement(scope, versions, "c.embedding", lambda v: v.dims, "", vector, k), k)
 
 
 def search_image(scope: Scope, vector: Sequence[float], model_id: str, k: int) -> list[tuple[int, float]]:
     """The same over image embeddings of image and frame chunks."""
     versions = [v for v in scope.versions if v.image_embedder_id == model_id and v.image_dims == len(vector)]
-    return _search(
-        scope,
-        versions,
-        "c.image_embedding",
-        lambda v: v.image_dims or 0,
-        " AND c.image_embedding IS NOT NULL",
-        vector,
-        k,
-    )
+    if not versions:
+        return []
+    extra = " AND c.image_embedding IS NOT NULL"
+    return _search(*statement(scope, versions, "c.image_embedding", lambda v: v.image_dims or 0, extra, vector, k), k)
 
 
 def statement(
@@ -71,18 +68,7 @@ def statement(
     return f"WITH allowed AS MATERIALIZED ({scope.sql}) " + " UNION ALL ".join(branches), params
 
 
-def _search(
-    scope: Scope,
-    versions: list[IndexVersion],
-    column: str,
-    dims_of: Callable[[IndexVersion], int],
-    extra: str,
-    vector: Sequence[float],
-    k: int,
-) -> list[tuple[int, float]]:
-    if not versions:
-        return []
-    sql, params = statement(scope, versions, column, dims_of, extra, vector, k)
+def _search(sql: str, params: list[Any], k: int) -> list[tuple[int, float]]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(settings.HNSW_EF_SEARCH)])
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
