@@ -59,14 +59,16 @@ def test_it_recovers_from_a_worker_killed_mid_document(private_collection, tmp_p
     assert run.status == "failed"
     assert "worker stopped" in run.error
     with celery_worker(tmp_path / "worker2.log"):
+        # The run ends just after the document turns ready: wait for the run, not the document.
         wait_for(
-            lambda: Document.objects.get(pk=document.pk).status == "ready",
+            lambda: IngestionRun.objects.get(pk=again.pk).status not in ("queued", "running"),
             180,
-            "the document ready",
+            "the second run finished",
             tmp_path / "worker2.log",
         )
     again.refresh_from_db()
     assert again.status == "succeeded"
+    assert Document.objects.get(pk=document.pk).status == "ready"
     assert again.counts["pages_kept"] >= done_before  # finished pages were not embedded again
     assert IndexedDocument.objects.filter(document=document).exists()
 
