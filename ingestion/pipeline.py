@@ -379,11 +379,11 @@ SUMMARY_PROMPTS = {
 def summarize(text: str) -> str:
     """A short summary of a page by the chat model: found by "what is this page about"
     questions that no single chunk answers (seed 000's summary recall)."""
+    from assistant.answering.language import language_of
     from assistant.providers import chat_model
     from assistant.providers.base import ChatMessage
 
-    chinese = sum("\u4e00" <= char <= "\u9fff" for char in text[:2000]) > 20
-    prompt = SUMMARY_PROMPTS["zh" if chinese else "en"]
+    prompt = SUMMARY_PROMPTS[language_of(text)]
     result = chat_model().complete(
         [ChatMessage("system", prompt), ChatMessage("user", text[:3000])], max_tokens=120, temperature=0.0
     )

@@ -1,0 +1,16 @@
+"""Which language a question is in: answers and prompts follow it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Language = Literal["zh", "en"]
+
+
+def language_of(text: str) -> Language:
+    """Chinese when CJK characters make up a real part of the text (a Chinese question with
+    an English product name is still Chinese)."""
+    sample = text[:2000]
+    cjk = sum("\u4e00" <= char <= "\u9fff" for char in sample)
+    letters = sum(char.isalpha() for char in sample)
+    return "zh" if cjk and cjk * 4 >= letters else "en"
