@@ -1,1 +1,74 @@
-# Conversation and Message arrive with the answering feature (issue 7).
+"""Conversations: a user's questions over chosen collections and the portal's cited answers."""
+
+from __future__ import annotations
+
+from django.conf import settings as conf
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from knowledge.models import Collection
+from portal.typing import AnyUser
+
+
+class ConversationQuerySet(models.QuerySet["Conversation"]):
+    def visible_to(self, user: AnyUser) -> ConversationQuerySet:
+        """A conversation is its user's alone: not their team's, not an admin's through the API."""
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(user=user)
+
+
+class Conversation(models.Model):
+    user = models.ForeignKey(
+        conf.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations", verbose_name=_("user")
+    )
+    title = models.CharField(_("title"), max_length=200, blank=True)
+    # What the last question searched; each question is checked against what the user may see now.
+    collections = models.ManyToManyField(Collection, blank=True, related_name="+", verbose_name=_("collections"))
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    objects = ConversationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-updated_at", "-pk"]
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
+
+    def __str__(self) -> str:
+        return self.title or str(_("Conversation {id}").format(id=self.pk))
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
+
+    class Strategy(models.TextChoices):
+        DIRECT = "direct", _("Direct")
+        REWRITE = "rewrite", _("Rewrite")
+        MULTI_STEP = "multi_step", _("Multi-step")
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages", verbose_name=_("conversation")
+    )
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices)
+    content = models.TextField(_("content"), blank=True)
+    strategy = models.CharField(_("strategy"), max_length=16, choices=Strategy.choices, blank=True)
+    rewrite = models.TextField(_("rewritten question"), blank=True)
+    plan = models.JSONField(_("plan"), default=list, blank=True)
+    citations = models.JSONField(_("citations"), default=list, blank=True)
+    attachments = models.JSONField(_("attachments"), default=list, blank=True)
+    timings = models.JSONField(_("timings"), default=dict, blank=True)
+    abstain = models.BooleanField(_("abstained"), default=False)
+    # Why an answer stopped early (cancelled, model error); the partial answer is kept.
+    error = models.TextField(_("error"), blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"

@@ -12,6 +12,7 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from assistant.models import Conversation, Message
 from knowledge import actions
 from knowledge.models import Page, PageImage
 from portal.routing import websocket_urlpatterns
@@ -57,9 +58,20 @@ API: dict[str, dict[str, str]] = {
     "page-render": {"pk": "page"},
     "page-image": {"pk": "page", "sha256": "image"},
     "search": {},  # tests/assistant/test_retrieval.py: charlie never gets alice's chunks
+    "ask": {},  # tests/assistant/test_answering.py, test_chat_socket.py: nor in an answer
+    "conversation-list": {},
+    "conversation-detail": {"pk": "conversation"},
 }
-WEBSOCKETS = {"ws/collections/<int:collection_id>/"}  # tests/portal/test_stack.py: 4401 / 4404
-SECRETS = ["Alice&#x27;s notes", "Alice's notes", "Team handbook", "alice@example.com", "Research"]
+# tests/portal/test_stack.py: 4401 / 4404; tests/assistant/test_chat_socket.py: 4401, not_found
+WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}
+SECRETS = [
+    "Alice&#x27;s notes",
+    "Alice's notes",
+    "Team handbook",
+    "alice@example.com",
+    "Research",
+    "alice's question",
+]
 
 
 def _routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -98,7 +110,10 @@ def objects(alice, bob, team, private_collection, team_collection) -> dict[str, 
     page.render.save("1.png", ContentFile(b"\x89PNG alice"))
     image = PageImage(page=page, sha256="a" * 64)
     image.file.save("a.png", ContentFile(b"\x89PNG alice's picture"))
+    conversation = Conversation.objects.create(user=alice, title="alice's question")
+    Message.objects.create(conversation=conversation, role="user", content="alice's question")
     return {
+        "conversation": conversation.pk,
         "image": image.sha256,
         "document": document.pk,
         "page": page.pk,
@@ -149,3 +164,4 @@ def test_it_gives_charlie_404_or_nothing_of_alices(client, charlie, objects, nam
     assert actions.Collection.objects.filter(pk=objects["private"]).exists()
     assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
     assert actions.Document.objects.filter(pk=objects["document"]).exists()
+    assert Conversation.objects.filter(pk=objects["conversation"]).exists()

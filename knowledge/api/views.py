@@ -23,7 +23,7 @@ from portal.models import User
 TEAM_PK = OpenApiParameter("team_pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="The team's id.")
 
 
-def _user(request: Request) -> User:
+def request_user(request: Request) -> User:
     """The caller; every view here requires authentication (REST_FRAMEWORK's default)."""
     user = request.user
     assert isinstance(user, User)
@@ -53,7 +53,7 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
 
     def perform_create(self, serializer: s.TeamSerializer) -> None:  # type: ignore[override]
         data = serializer.validated_data
-        team = actions.do_create_team(_user(self.request), data["name"], data.get("description", ""))
+        team = actions.do_create_team(request_user(self.request), data["name"], data.get("description", ""))
         serializer.context["my_roles"][team.pk] = Role.ADMIN.value
         serializer.instance = team
 
@@ -137,7 +137,10 @@ class CollectionViewSet(viewsets.ModelViewSet[Collection]):
     def perform_create(self, serializer: s.CollectionSerializer) -> None:  # type: ignore[override]
         data = serializer.validated_data
         serializer.instance = actions.do_create_collection(
-            _user(self.request), data["name"], team=data.get("owner_team"), description=data.get("description", "")
+            request_user(self.request),
+            data["name"],
+            team=data.get("owner_team"),
+            description=data.get("description", ""),
         )
 
     def perform_update(self, serializer: s.CollectionUpdateSerializer) -> None:  # type: ignore[override]
@@ -169,7 +172,7 @@ class ApiTokenViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         form = s.ApiTokenSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        token, key = actions.do_create_token(_user(request), form.validated_data["name"])
+        token, key = actions.do_create_token(request_user(request), form.validated_data["name"])
         data = {**s.ApiTokenSerializer(token).data, "key": key}
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -1,0 +1,170 @@
+"""The cited answer: which passages the model sees as [n], the prompt, which [n] the answer
+used, whether it abstained, and the citations and attachments clients show."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+
+from assistant.answering import prompts
+from assistant.answering.language import Language
+from assistant.answering.types import Source, StepEvidence
+from assistant.providers.base import ChatMessage
+from assistant.retrieval.types import Hit
+
+# [1], [1, 2], [1][2], and the full-width 【1】 that Chinese models write.
+CITATION = re.compile(r"[\[【]\s*(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\s*[\]】]")
+
+
+def sources_of(hits: Sequence[Hit]) -> tuple[Source, ...]:
+    chosen = _unique(hits)[: settings.ANSWER_SOURCES]
+    return tuple(Source(number, hit) for number, hit in enumerate(chosen, start=1))
+
+
+def sources_of_steps(evidence: Sequence[StepEvidence]) -> tuple[Source, ...]:
+    """The best few of every step, each step heard whatever its scores: taken round-robin by
+    rank (every step's first hit, then every second one...), so a passage belongs to the step
+    that ranks it highest; then numbered in step order."""
+    per_step = max(2, settings.ANSWER_SOURCES // max(len(evidence), 1))
+    taken: dict[int, list[Hit]] = {step.number: [] for step in evidence}
+    seen: set[int] = set()
+    for rank in range(max((len(step.hits) for step in evidence), default=0)):
+        for step in evidence:
+            if rank < len(step.hits) and len(taken[step.number]) < per_step:
+                hit = step.hits[rank]
+                if hit.chunk_id not in seen:
+                    seen.add(hit.chunk_id)
+                    taken[step.number].append(hit)
+    ordered = [(number, hit) for number, hits in taken.items() for hit in hits]
+    return tuple(Source(index, hit, number) for index, (number, hit) in enumerate(ordered, start=1))
+
+
+def _unique(hits: Sequence[Hit]) -> list[Hit]:
+    seen: set[int] = set()
+    unique = []
+    for hit in hits:
+        if hit.chunk_id not in seen:
+            seen.add(hit.chunk_id)
+            unique.append(hit)
+    return unique
+
+
+def place(hit: Hit, language: Language) -> str:
+    """Where a passage is, as a person would say it: page 3, slide 2, 01:05 in a video."""
+    location = hit.location
+    if hit.page_kind == "video_segment" or location.get("t_start") is not None:
+        stamp = timestamp(float(location.get("t_start") or 0))  # type: ignore[arg-type]
+        return f"{stamp}" if language == "en" else f"{stamp} 处"
+    if hit.page_kind == "slide":
+        return f"slide {hit.page_number}" if language == "en" else f"第 {hit.page_number} 张幻灯片"
+    if hit.page_kind == "pdf_page":
+        return f"page {hit.page_number}" if language == "en" else f"第 {hit.page_number} 页"
+    headings = " > ".join(str(part) for part in location.get("heading_path") or [])  # type: ignore[attr-defined]
+    if headings:
+        return headings
+    return f"part {hit.page_number}" if language == "en" else f"第 {hit.page_number} 部分"
+
+
+def timestamp(seconds: float) -> str:
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+def messages(
+    question: str,
+    sources: Sequence[Source],
+    language: Language,
+    steps: Sequence[StepEvidence] = (),
+) -> list[ChatMessage]:
+    """The answer prompt: the passages as [n] (grouped by step in multi-step answers), then the question."""
+    budget = max(settings.ANSWER_CONTEXT_CHARS // max(len(sources), 1), 120)
+    lines = [f"{prompts.label(language, 'passages')}:"]
+    for step in steps:
+        lines.append(f"\n## {prompts.label(language, 'step')} {step.number}: {step.query}")
+        lines.extend(_passage(source, language, budget) for source in sources if source.step == step.number)
+    if not steps:
+        lines.extend(_passage(source, language, budget) for source in sources)
+    lines.append(f"\n{prompts.label(language, 'question')}: {question}")
+    system = prompts.SUMMARIZE[language] if steps else prompts.ANSWER[language]
+    return [ChatMessage("system", system), ChatMessage("user", "\n".join(lines))]
+
+
+def _passage(source: Source, language: Language, budget: int) -> str:
+    hit = source.hit
+    text = " ".join(hit.text.split())
+    if len(text) > budget:
+        text = text[: budget - 1] + "…"
+    name = f"《{hit.document_name}》" if language == "zh" else f'"{hit.document_name}"'
+    return f"[{source.number}] {name} {place(hit, language)}: {text}"
+
+
+def cited(text: str, count: int) -> tuple[int, ...]:
+    """The passage numbers `text` cites, in order of first use; numbers with no passage are ignored."""
+    used: list[int] = []
+    for match in CITATION.finditer(text):
+        for part in re.split(r"[,，、]", match.group(1)):
+            number = int(part)
+            if 1 <= number <= count and number not in used:
+                used.append(number)
+    return tuple(used)
+
+
+def abstains(text: str, used: Sequence[int]) -> bool:
+    """An answer abstains when it cites nothing and says the documents do not hold the answer
+    (or says nothing at all)."""
+    if used:
+        return False
+    lowered = text.lower()
+    markers = prompts.ABSTAIN_MARKERS["zh"] + prompts.ABSTAIN_MARKERS["en"]
+    return not text.strip() or any(marker in lowered for marker in markers)
+
+
+def citation(source: Source, language: Language) -> dict[str, Any]:
+    hit = source.hit
+    return {
+        "n": source.number,
+        "chunk_id": hit.chunk_id,
+        "document_id": hit.document_id,
+        "collection_id": hit.collection_id,
+        "file": hit.document_name,
+        "path": hit.rel_path,
+        "page": hit.page_number,
+        "page_id": hit.page_id,
+        "page_kind": hit.page_kind,
+        "place": place(hit, language),
+        "location": hit.location,
+        "score": round(hit.score, 6),
+        "step": source.step,
+        "snippet": " ".join(hit.text.split())[:240],
+        "thumbnail_url": f"/api/pages/{hit.page_id}/render/",
+    }
+
+
+def attachment(hit: Hit) -> dict[str, Any]:
+    """An image or video that answers the question: a link to the picture, or to the video at its moment."""
+    location = hit.location
+    video = hit.page_kind == "video_segment" or location.get("t_start") is not None
+    if video:
+        url = f"/api/documents/{hit.document_id}/original/"
+        t_start = float(location.get("t_start") or 0)  # type: ignore[arg-type]
+        url += f"#t={t_start:g}"
+    elif location.get("image"):
+        url = f"/api/pages/{hit.page_id}/images/{location['image']}/"
+    else:
+        url = f"/api/pages/{hit.page_id}/render/"
+    return {
+        "kind": "video" if video else "image",
+        "file": hit.document_name,
+        "path": hit.rel_path,
+        "page": hit.page_number,
+        "page_id": hit.page_id,
+        "chunk_id": hit.chunk_id,
+        "url": url,
+        "thumbnail_url": f"/api/pages/{hit.page_id}/render/",
+        "t_start": location.get("t_start"),
+        "score": round(hit.score, 6),
+    }

@@ -1,0 +1,355 @@
+"""One question, start to finish: access checks, the conversation, routing, retrieval (per
+plan step in multi-step answers), the streamed answer, citations, attachments, and the
+stored messages. A generator of protocol events, read by the websocket consumer, the HTTP
+view (JSON or Server-Sent Events) and `manage.py chat` alike.
+
+    session = start(user, "年假可以累积吗？", collection_ids=[3])   # AskError: nothing to run
+    for event in run(session, cancelled=lambda: False): ...
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.http import Http404
+from django.utils.translation import gettext as _
+
+from assistant.answering import answer as answers
+from assistant.answering import planner, router
+from assistant.answering.language import Language, language_of
+from assistant.answering.prompts import NO_ANSWER
+from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
+from assistant.models import Conversation, Message
+from assistant.providers import registry
+from assistant.providers.base import ChatModel, ProviderError
+from assistant.retrieval.fusion import media_intent
+from assistant.retrieval.scope import Scope, scope_for
+from assistant.retrieval.search import search
+from assistant.retrieval.types import Hit
+from knowledge.access import access_collection
+from portal.typing import AnyUser
+
+log = logging.getLogger(__name__)
+
+MAX_ATTACHMENTS = 4
+
+
+class AskError(Exception):
+    """A question that cannot start: the message says what to change."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class Cancelled(Exception):  # noqa: N818 (a state, not a fault)
+    pass
+
+
+@dataclass
+class Session:
+    user: AnyUser
+    question: str
+    conversation: Conversation
+    question_message: Message
+    scope: Scope
+    history: tuple[Turn, ...]
+    timings: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    def mark(self, name: str) -> None:
+        self.timings[name] = round((time.perf_counter() - self.started) * 1000, 1)
+
+
+def start(
+    user: AnyUser,
+    question: str,
+    *,
+    collection_ids: Sequence[int] | None = None,
+    conversation_id: int | None = None,
+) -> Session:
+    """Check the question and what it may read, and record it; raises AskError."""
+    started = time.perf_counter()
+    question = " ".join(str(question or "").split())
+    if not question:
+        raise AskError("invalid", _("Ask a question first."))
+    if len(question) > settings.MAX_QUERY_CHARS:
+        raise AskError(
+            "invalid",
+            _("The question is too long: at most %(count)d characters.") % {"count": settings.MAX_QUERY_CHARS},
+        )
+    collection_ids = list(collection_ids) if collection_ids else None  # none named: all the user may see
+    conversation = None
+    if conversation_id is not None:
+        conversation = Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
+        if conversation is None:
+            raise AskError("not_found", _("That conversation does not exist."))
+        if collection_ids is None:
+            collection_ids = list(conversation.collections.values_list("pk", flat=True)) or None
+    for collection_id in collection_ids or ():
+        try:
+            access_collection(user, collection_id)
+        except Http404:
+            raise AskError(
+                "not_found", _("Collection %(id)s does not exist or you cannot see it.") % {"id": collection_id}
+            ) from None
+    scope = scope_for(user, collection_ids)
+    with transaction.atomic():
+        if conversation is None:
+            conversation = Conversation.objects.create(user=user, title=question[:80])  # type: ignore[misc]
+        history = _history(conversation)
+        conversation.collections.set(collection_ids or [])
+        message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=question)
+        conversation.save(update_fields=["updated_at"])
+    return Session(user, question, conversation, message, scope, history, started=started)
+
+
+def _history(conversation: Conversation) -> tuple[Turn, ...]:
+    """The last turns: each question with the answer that followed it."""
+    if not settings.HISTORY_TURNS:
+        return ()
+    recent = list(conversation.messages.order_by("-pk")[: settings.HISTORY_TURNS * 2])[::-1]
+    turns: list[Turn] = []
+    for message in recent:
+        if message.role == Message.Role.USER:
+            turns.append(Turn(message.content, ""))
+        elif turns and not turns[-1].answer:
+            turns[-1] = Turn(turns[-1].question, message.content)
+    return tuple(turn for turn in turns if turn.answer)
+
+
+def run(
+    session: Session, *, cancelled: Callable[[], bool] = lambda: False, model: ChatModel | None = None
+) -> Iterator[Event]:
+    """The events of one answer, ending with `done` or `error`; the answer is stored either way."""
+    state = _State(session)
+    yield {"type": "started", "conversation": session.conversation.pk, "message": session.question_message.pk}
+    session.mark("first_event")
+    try:
+        model = model or registry.chat_model()
+        yield from _answer(session, state, model, cancelled)
+    except Cancelled:
+        state.error = "cancelled"
+        _save(session, state)
+        yield {"type": "done", "cancelled": True, **state.ids(), "timings": session.timings}
+        return
+    except ProviderError as exc:
+        log.warning("Answer failed: %s", exc)
+        state.error = str(exc)
+        _save(session, state)
+        yield {"type": "error", "code": "model", "message": _("The chat model failed: %(error)s") % {"error": exc}}
+        return
+    except GeneratorExit:  # the reader went away (socket closed): keep what was said
+        state.error = "disconnected"
+        _save(session, state)
+        raise
+    except TimeoutError:
+        state.error = "timeout"
+        _save(session, state)
+        yield {
+            "type": "error",
+            "code": "timeout",
+            "message": _("The answer took longer than %(seconds)d seconds and was stopped.")
+            % {"seconds": settings.ANSWER_TIMEOUT},
+        }
+        return
+    except Exception:
+        log.exception("Answer failed")
+        state.error = "internal error"
+        _save(session, state)
+        yield {
+            "type": "error",
+            "code": "internal",
+            "message": _("Something went wrong while answering; the error is in the portal's log."),
+        }
+        return
+    message = _save(session, state)
+    session.mark("total")
+    message.timings = session.timings
+    message.save(update_fields=["timings"])
+    yield {
+        "type": "done",
+        "cancelled": False,
+        **state.ids(message),
+        "strategy": state.route.strategy if state.route else "",
+        "abstain": state.abstain,
+        "timings": session.timings,
+    }
+
+
+@dataclass
+class _State:
+    session: Session
+    route: Route | None = None
+    query: str = ""
+    plan: tuple[str, ...] = ()
+    text: str = ""
+    abstain: bool = False
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+
+    def ids(self, message: Message | None = None) -> dict[str, Any]:
+        return {"conversation": self.session.conversation.pk, "message": message.pk if message else None}
+
+
+def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callable[[], bool]) -> Iterator[Event]:
+    question = session.question
+    deadline = session.started + settings.ANSWER_TIMEOUT
+
+    def check() -> None:
+        if cancelled():
+            raise Cancelled
+        if time.perf_counter() > deadline:
+            raise TimeoutError
+
+    state.route = router.route(model, question, session.history)
+    session.mark("route")
+    yield {"type": "strategy", "strategy": state.route.strategy, "reason": state.route.reason, "by": state.route.by}
+    check()
+    state.query = question
+    if state.route.strategy == "rewrite":
+        state.query = router.rewrite(model, question, session.history)
+        session.mark("rewrite")
+        yield {"type": "rewrite", "question": question, "query": state.query}
+        check()
+    language = language_of(question)
+    wants_media = media_intent(question)
+    media_hits: list[Hit] = []
+    steps: list[StepEvidence] = []
+    if state.route.strategy == "multi_step":
+        plan = planner.plan(model, state.query)
+        state.plan = plan.steps
+        session.mark("plan")
+        yield {"type": "plan", "steps": list(plan.steps), "by": plan.by}
+        for number, step in enumerate(plan.steps, start=1):
+            check()
+            yield {"type": "step.start", "step": number, "query": step}
+            results = search(session.user, step, scope=session.scope, k=settings.ANSWER_SOURCES, media=wants_media)
+            steps.append(StepEvidence(number, step, results.hits))
+            media_hits.extend(results.attachments)
+            yield {"type": "step.result", "step": number, "hits": [_preview(hit, language) for hit in results.hits]}
+        session.mark("retrieval")
+        sources = answers.sources_of_steps(steps)
+    else:
+        results = search(session.user, state.query, scope=session.scope, k=settings.ANSWER_SOURCES, media=wants_media)
+        media_hits.extend(results.attachments)
+        sources = answers.sources_of(results.hits)
+        session.mark("retrieval")
+        yield {"type": "retrieval", "sources": [_preview(source.hit, language, source) for source in sources]}
+    check()
+    yield from _generate(session, state, model, sources, steps, language, check)
+    used = answers.cited(state.text, len(sources))
+    state.abstain = not sources or answers.abstains(state.text, used)
+    by_number = {source.number: source for source in sources}
+    state.citations = [answers.citation(by_number[number], language) for number in used]
+    yield {"type": "citations", "citations": state.citations}
+    if not state.abstain:
+        unique = {hit.chunk_id: hit for hit in media_hits}
+        state.attachments = [answers.attachment(hit) for hit in list(unique.values())[:MAX_ATTACHMENTS]]
+    yield {"type": "attachments", "attachments": state.attachments}
+
+
+def _generate(
+    session: Session,
+    state: _State,
+    model: ChatModel,
+    sources: Sequence[Source],
+    steps: Sequence[StepEvidence],
+    language: Language,
+    check: Callable[[], None],
+) -> Iterator[Event]:
+    if not sources:  # nothing to read: say so without asking the model to guess
+        state.text = NO_ANSWER[language]
+        session.mark("first_token")
+        yield {"type": "answer.delta", "text": state.text}
+        return
+    prompt = answers.messages(state.query, sources, language, steps)
+    parts: list[str] = []
+    stream = model.stream(prompt, max_tokens=settings.ANSWER_MAX_TOKENS, temperature=0.2)
+    try:
+        for delta in stream:
+            if not parts:
+                session.mark("first_token")
+            parts.append(delta)
+            state.text = "".join(parts)
+            yield {"type": "answer.delta", "text": delta}
+            check()
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()  # stops the model's generation (and frees its lock) on cancel or timeout
+    session.mark("answer")
+
+
+def _preview(hit: Hit, language: Language, source: Source | None = None) -> dict[str, Any]:
+    return {
+        "n": source.number if source else None,
+        "chunk_id": hit.chunk_id,
+        "file": hit.document_name,
+        "page": hit.page_number,
+        "place": answers.place(hit, language),
+        "score": round(hit.score, 6),
+        "snippet": " ".join(hit.text.split())[:160],
+    }
+
+
+def _save(session: Session, state: _State) -> Message:
+    route = state.route
+    return Message.objects.create(
+        conversation=session.conversation,
+        role=Message.Role.ASSISTANT,
+        content=state.text,
+        strategy=route.strategy if route else "",
+        rewrite=state.query if route and route.strategy == "rewrite" else "",
+        plan=list(state.plan),
+        citations=state.citations,
+        attachments=state.attachments,
+        timings=session.timings,
+        abstain=state.abstain,
+        error=state.error,
+    )
+
+
+def collect(events: Iterator[Event]) -> dict[str, Any]:
+    """The answer as one JSON object (POST /api/ask without streaming), from the same events."""
+    result: dict[str, Any] = {
+        "answer": "",
+        "abstain": False,
+        "strategy": "",
+        "rewrite": None,
+        "plan": [],
+        "citations": [],
+        "attachments": [],
+        "timings": {},
+        "conversation": None,
+        "message": None,
+        "error": None,
+    }
+    parts: list[str] = []
+    for event in events:
+        kind = event["type"]
+        if kind == "started":
+            result["conversation"] = event["conversation"]
+        elif kind == "strategy":
+            result["strategy"] = event["strategy"]
+        elif kind == "rewrite":
+            result["rewrite"] = event["query"]
+        elif kind == "plan":
+            result["plan"] = event["steps"]
+        elif kind == "answer.delta":
+            parts.append(event["text"])
+        elif kind in ("citations", "attachments"):
+            result[kind] = event[kind]
+        elif kind == "done":
+            result.update(abstain=event.get("abstain", False), timings=event["timings"], message=event["message"])
+        elif kind == "error":
+            result["error"] = {"code": event["code"], "message": event["message"]}
+    result["answer"] = "".join(parts)
+    return result

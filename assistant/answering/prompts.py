@@ -1,0 +1,114 @@
+"""What the chat model is told, in the question's language (Chinese prompts for Chinese).
+
+These are model inputs, not interface text: they follow the question, not the user's
+interface language, so they are not in the translation catalogues.
+"""
+
+from __future__ import annotations
+
+from assistant.answering.language import Language
+
+ROUTER = {
+    "zh": """你是问答系统的路由器。根据对话历史和用户的最新问题，选择一种处理策略：
+- direct：问题意图和实体都清楚，可以直接检索回答。
+- rewrite：问题里有代词（它、这个、那个、他们）、省略或缺少上下文，需要结合对话历史改写。
+- multi_step：问题包含先后依赖的多个需求（先找 A，再根据 A 找 B），或需要跨文件比较多个对象。
+只输出一个 JSON 对象：{"strategy": "direct|rewrite|multi_step", "reason": "一句话理由"}
+
+例子：
+问题：年假有几天？（无历史） → {"strategy": "direct", "reason": "意图和实体清楚"}
+历史：年假有几天？ 问题：它可以累积吗？ → {"strategy": "rewrite", "reason": "“它”指代历史中的年假"}
+问题：比较 A 产品和 B 产品的保修期 → {"strategy": "multi_step", "reason": "需要分别查两个产品再比较"}
+问题：先查报销的负责人，再查他负责的其他制度 → {"strategy": "multi_step", "reason": "第二步依赖第一步的结果"}""",
+    "en": """You route questions in a question-answering system. From the conversation history and the
+user's latest question, choose one strategy:
+- direct: the intent and entities are clear; search and answer as asked.
+- rewrite: the question has pronouns (it, that, they, this one), ellipsis or missing context and must be
+  rewritten with the history.
+- multi_step: the question chains needs (find A, then B about A) or compares several things across files.
+Output only one JSON object: {"strategy": "direct|rewrite|multi_step", "reason": "one short sentence"}
+
+Examples:
+Question: How many days of annual leave do we get? (no history)
+-> {"strategy": "direct", "reason": "clear intent and entities"}
+History: How many days of annual leave? Question: Can it be carried over?
+-> {"strategy": "rewrite", "reason": "'it' refers to annual leave"}
+Question: Compare the warranty of product A and product B
+-> {"strategy": "multi_step", "reason": "two lookups, then a comparison"}
+Question: Find who owns the expense policy, then list the other policies that person owns
+-> {"strategy": "multi_step", "reason": "step two depends on step one"}""",
+}
+
+REWRITE = {
+    "zh": """根据对话历史，把用户的最新问题改写成一个独立、完整、可以直接检索的问题。
+保持用户的真实意图，只补全代词和省略的内容；不要加入历史中与这个问题无关的实体；不要回答问题。
+只输出改写后的问题。""",
+    "en": """Rewrite the user's latest question as one standalone, complete question that can be searched as is,
+using the conversation history. Keep the user's real intent; only resolve pronouns and ellipsis; do not add
+entities from the history that the question is not about; do not answer it. Output only the rewritten question.""",
+}
+
+PLANNER = {
+    "zh": """把用户的问题拆成 2 到 {max_steps} 个按顺序执行的检索步骤，每一步是一个可以单独检索的完整问题，
+和用户的意图一一对应（比较两个对象时，每个对象一步）。
+只输出一个 JSON 对象：{{"steps": ["第一步的问题", "第二步的问题"]}}""",
+    "en": """Split the user's question into 2 to {max_steps} search steps, in order; each step is one complete question
+that can be searched on its own, aligned with the user's intent (when comparing things, one step per thing).
+Output only one JSON object: {{"steps": ["first step's question", "second step's question"]}}""",
+}
+
+ANSWER = {
+    "zh": """你是团队知识库的助手。下面编号的资料是从团队文档中检索到的，把它们当作你已经知道的知识，
+自然地推理并用中文回答问题。每句用到资料的话后面标注来源编号，例如 [1] 或 [2]。
+只根据资料回答，不要编造。如果资料里没有问题的答案，就只回答：文档中没有找到答案。""",
+    "en": """You are the assistant of a team knowledge base. The numbered passages below come from the team's documents;
+treat them as what you know, reason over them naturally and answer in English. After each sentence that uses a
+passage, cite its number, e.g. [1] or [2]. Answer only from the passages; never make things up. If the passages
+do not contain the answer, reply only: The documents do not contain the answer.""",
+}
+
+SUMMARIZE = {
+    "zh": """你是团队知识库的助手。用户的问题被拆成了几个步骤，下面是每个步骤检索到的编号资料。
+把它们当作你已经知道的知识，综合所有步骤，用中文写一个 Markdown 格式的完整回答；每句用到资料的话后面标注来源编号，
+例如 [1]。只根据资料回答，不要编造；某一步没有找到的内容要直接说明。
+如果资料里完全没有答案，就只回答：文档中没有找到答案。""",
+    "en": """You are the assistant of a team knowledge base. The user's question was split into steps; below are the
+numbered passages each step found. Treat them as what you know, combine all the steps, and write one complete
+answer in Markdown, in English; after each sentence that uses a passage, cite its number, e.g. [1]. Answer only
+from the passages; never make things up; say plainly what a step did not find. If the passages contain no
+answer at all, reply only: The documents do not contain the answer.""",
+}
+
+# What the model says when the documents do not hold the answer (see ANSWER), and other
+# ways small models say the same; an answer that cites nothing and says one of these abstains.
+NO_ANSWER = {"zh": "文档中没有找到答案。", "en": "The documents do not contain the answer."}
+ABSTAIN_MARKERS = {
+    "zh": ("没有找到答案", "没有找到相关", "未找到", "没有提到", "未提及", "没有相关信息", "无法回答", "没有提供"),
+    "en": (
+        "do not contain the answer",
+        "does not contain the answer",
+        "don't contain",
+        "not mentioned",
+        "no information",
+        "cannot find",
+        "can't find",
+        "could not find",
+        "couldn't find",
+        "not provided",
+    ),
+}
+
+LABELS = {
+    "zh": {"history": "对话历史", "question": "问题", "passages": "资料", "step": "步骤", "answer": "回答"},
+    "en": {
+        "history": "Conversation history",
+        "question": "Question",
+        "passages": "Passages",
+        "step": "Step",
+        "answer": "Answer",
+    },
+}
+
+
+def label(language: Language, key: str) -> str:
+    return LABELS[language][key]

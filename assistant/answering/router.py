@@ -1,0 +1,141 @@
+"""Which strategy answers a question (direct, rewrite, multi-step), and the rewrite itself.
+
+The chat model decides, with JSON output. When its output is unusable (not JSON, an unknown
+strategy, a rewrite with nothing to rewrite from), rules decide and the log says so: a
+router never stops an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, cast
+
+from django.conf import settings
+
+from assistant.answering import prompts
+from assistant.answering.language import Language, language_of
+from assistant.answering.types import STRATEGIES, Route, Strategy, Turn
+from assistant.providers.base import ChatMessage, ChatModel
+
+log = logging.getLogger(__name__)
+
+# Words that lean on an earlier turn: pronouns, demonstratives, "the former".
+REFERENCE_ZH = re.compile(r"它|(?<!其)他|她|这个|那个|这些|那些|这种|那种|这份|那份|上述|前者|后者")
+REFERENCE_EN = re.compile(
+    r"\b(it|its|they|them|their|this one|that one|these|those|he|she|his|her|the former|the latter|same)\b", re.I
+)
+# Chained needs and comparisons.
+CHAIN_ZH = re.compile(r"先.{1,60}?(再|然后|接着)|然后|比较|对比|区别|差异|异同|分别|哪个更|哪一个更")
+CHAIN_EN = re.compile(
+    r"\b(compare|comparison|difference|differences|differ|versus|vs\.?|and then|after that|then find|then list|"
+    r"which is (better|cheaper|longer|shorter|larger|smaller))\b",
+    re.I,
+)
+# Very short follow-ups ("and the price?", "那价格呢？") only make sense with the history.
+SHORT_FOLLOW_UP = re.compile(r"^(那么?|还有)|^(and|what about|how about)\b|呢[？?]?$", re.I)
+
+
+def route(model: ChatModel | None, question: str, history: Sequence[Turn]) -> Route:
+    """The strategy for `question`; `model` None (or PORTAL_ROUTER=rules) uses the rules only."""
+    if model is None or settings.ROUTER == "rules":
+        return by_rules(question, history)
+    language = language_of(question)
+    messages = [
+        ChatMessage("system", prompts.ROUTER[language]),
+        ChatMessage("user", _with_history(language, question, history)),
+    ]
+    raw = model.complete(messages, json_mode=True, max_tokens=96, temperature=0.0).text
+    decided = _parse_route(raw)
+    if decided is None:
+        fallback = by_rules(question, history)
+        log.warning("Router output unusable (%r); rules chose %s", raw[:200], fallback.strategy)
+        return fallback
+    strategy, reason = decided
+    # Small models see a reference in every question once there is history; a rewrite that
+    # nothing in the question asks for costs a model call and risks dragging history in.
+    if strategy == "rewrite" and not (history and leans_on_history(question)):
+        log.info("Router asked for a rewrite of a standalone question (%r); answering directly", question[:100])
+        return Route("direct", reason, "model")
+    return Route(strategy, reason, "model")
+
+
+def by_rules(question: str, history: Sequence[Turn]) -> Route:
+    if CHAIN_ZH.search(question) or CHAIN_EN.search(question):
+        return Route("multi_step", "chained needs or a comparison", "rules")
+    if history and leans_on_history(question):
+        return Route("rewrite", "refers to an earlier turn", "rules")
+    return Route("direct", "clear intent", "rules")
+
+
+def leans_on_history(question: str) -> bool:
+    """A pronoun or demonstrative, a "what about …" follow-up, or too few words to stand alone."""
+    text = question.strip()
+    if REFERENCE_ZH.search(text) or REFERENCE_EN.search(text) or SHORT_FOLLOW_UP.search(text):
+        return True
+    cjk = sum("\u4e00" <= char <= "\u9fff" for char in text)
+    return cjk < 8 if cjk else len(text.split()) < 4
+
+
+def _parse_route(raw: str) -> tuple[Strategy, str] | None:
+    data = parse_json_object(raw)
+    if data is None:
+        return None
+    strategy = str(data.get("strategy", "")).strip().lower().replace("-", "_").replace(" ", "_")
+    if strategy not in STRATEGIES:
+        return None
+    return cast(Strategy, strategy), str(data.get("reason", "")).strip()[:300]
+
+
+def parse_json_object(raw: str) -> dict[str, Any] | None:
+    """The first JSON object in a model's output (models wrap it in prose or code fences)."""
+    start, end = raw.find("{"), raw.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data = json.loads(raw[start : end + 1])
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def rewrite(model: ChatModel, question: str, history: Sequence[Turn]) -> str:
+    """`question` made standalone with the history; the question itself when the model's
+    output is not a usable question."""
+    language = language_of(question)
+    messages = [
+        ChatMessage("system", prompts.REWRITE[language]),
+        ChatMessage("user", _with_history(language, question, history)),
+    ]
+    raw = model.complete(messages, max_tokens=96, temperature=0.0).text
+    rewritten = _clean_rewrite(raw)
+    if not rewritten or len(rewritten) > max(3 * len(question), len(question) + 120):
+        log.warning("Rewrite unusable (%r); searching the question as asked", raw[:200])
+        return question
+    return rewritten
+
+
+REWRITE_PREFIX = re.compile(r"^(改写后的问题|改写|问题|rewritten question|rewritten|question)\s*[:：]\s*", re.I)
+
+
+def _clean_rewrite(raw: str) -> str:
+    lines = [line.strip() for line in raw.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    line = REWRITE_PREFIX.sub("", lines[0]).strip()
+    return line.strip("\"'“”‘’「」`").strip()
+
+
+def _with_history(language: Language, question: str, history: Sequence[Turn]) -> str:
+    turns = list(history)[-settings.HISTORY_TURNS :] if settings.HISTORY_TURNS else []
+    if not turns:
+        return f"{prompts.label(language, 'question')}: {question}"
+    lines = [f"{prompts.label(language, 'history')}:"]
+    for turn in turns:
+        lines.append(f"Q: {turn.question[:300]}")
+        lines.append(f"A: {turn.answer[:300]}")
+    lines.append("")
+    lines.append(f"{prompts.label(language, 'question')}: {question}")
+    return "\n".join(lines)

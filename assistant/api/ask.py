@@ -1,0 +1,129 @@
+"""POST /api/ask/: one question, answered as one JSON object, or as Server-Sent Events (the
+websocket's events, one per `event:`) when the client sends `Accept: text/event-stream`."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, Throttled, ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from assistant.answering.bridge import events_in_thread
+from assistant.answering.limits import allow_question
+from assistant.answering.pipeline import AskError, Session, collect, run, start
+from assistant.answering.types import Event
+from knowledge.api.views import request_user
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets DRF accept `Accept: text/event-stream`; errors before the stream starts become one
+    `error` event."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        message = data.get("detail", data) if isinstance(data, dict) else data
+        return sse({"type": "error", "code": "invalid", "message": str(message)}).encode()
+
+
+def sse(event: Event) -> str:
+    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+
+
+class AskRequestSerializer(serializers.Serializer[dict[str, Any]]):
+    question = serializers.CharField(max_length=2000)
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        max_length=100,
+        help_text="Collection ids to answer from; all the caller may see when left out or empty.",
+    )
+    conversation = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, help_text="Continue this conversation (its history is used)."
+    )
+
+
+class CitationSerializer(serializers.Serializer[dict[str, Any]]):
+    n = serializers.IntegerField()
+    file = serializers.CharField()
+    path = serializers.CharField()
+    page = serializers.IntegerField()
+    place = serializers.CharField()
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    page_id = serializers.IntegerField()
+    location = serializers.DictField()
+    score = serializers.FloatField()
+    snippet = serializers.CharField()
+    thumbnail_url = serializers.CharField()
+
+
+class AttachmentSerializer(serializers.Serializer[dict[str, Any]]):
+    kind = serializers.ChoiceField(choices=["image", "video"])
+    file = serializers.CharField()
+    url = serializers.CharField()
+    page = serializers.IntegerField()
+    chunk_id = serializers.IntegerField()
+    thumbnail_url = serializers.CharField()
+    t_start = serializers.FloatField(allow_null=True)
+
+
+class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
+    answer = serializers.CharField()
+    abstain = serializers.BooleanField()
+    strategy = serializers.ChoiceField(choices=["direct", "rewrite", "multi_step"])
+    rewrite = serializers.CharField(allow_null=True)
+    plan = serializers.ListField(child=serializers.CharField())
+    citations = CitationSerializer(many=True)
+    attachments = AttachmentSerializer(many=True)
+    timings = serializers.DictField(child=serializers.FloatField())
+    conversation = serializers.IntegerField()
+    message = serializers.IntegerField(allow_null=True)
+    error = serializers.DictField(allow_null=True)
+
+
+class AskView(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(request=AskRequestSerializer, responses={200: AskResponseSerializer})
+    def post(self, request: Request) -> Response | StreamingHttpResponse:
+        form = AskRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        if not allow_question(request_user(request).pk):
+            raise Throttled(detail=_("Too many questions in a minute; wait a little and ask again."))
+        try:
+            session = start(
+                request.user,
+                data["question"],
+                collection_ids=data.get("collections") or None,
+                conversation_id=data.get("conversation"),
+            )
+        except AskError as exc:
+            raise (NotFound if exc.code == "not_found" else ValidationError)({"detail": exc.message}) from None
+        if request.accepted_renderer.format == "sse":
+            response = StreamingHttpResponse(_stream(session), content_type="text/event-stream; charset=utf-8")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"  # nginx: pass events on as they come
+            return response
+        result = collect(run(session))
+        failed = result["error"] is not None
+        return Response(result, status=status.HTTP_502_BAD_GATEWAY if failed else status.HTTP_200_OK)
+
+
+async def _stream(session: Session) -> AsyncIterator[str]:
+    async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
+        yield sse(event)

@@ -1,0 +1,43 @@
+"""/api/conversations/: the caller's own conversations, with their messages; deletable."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework import mixins, serializers, viewsets
+
+from assistant.models import Conversation, Message
+
+
+class MessageSerializer(serializers.ModelSerializer[Message]):
+    class Meta:
+        model = Message
+        fields = [
+            "id", "role", "content", "strategy", "rewrite", "plan", "citations", "attachments", "timings",
+            "abstain", "error", "created_at",
+        ]  # fmt: skip
+
+
+class ConversationSerializer(serializers.ModelSerializer[Conversation]):
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "collections", "created_at", "updated_at"]
+
+
+class ConversationDetailSerializer(ConversationSerializer):
+    messages = MessageSerializer(many=True, read_only=True)
+
+    class Meta(ConversationSerializer.Meta):
+        fields = [*ConversationSerializer.Meta.fields, "messages"]
+
+
+class ConversationViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet[Conversation]
+):
+    def get_queryset(self) -> QuerySet[Conversation]:
+        conversations = Conversation.objects.visible_to(self.request.user).prefetch_related("collections")
+        if self.action == "retrieve":
+            conversations = conversations.prefetch_related("messages")
+        return conversations
+
+    def get_serializer_class(self) -> type[ConversationSerializer]:
+        return ConversationDetailSerializer if self.action == "retrieve" else ConversationSerializer

@@ -1,0 +1,111 @@
+"""/ws/chat/: ask questions and receive the answer as it is made (ARCHITECTURE.md, Websocket
+protocol).
+
+Client → {"type": "ask", "question", "collections": [ids] | null, "conversation": id | null},
+{"type": "cancel"}, {"type": "ping"}. Server → started, strategy, rewrite, plan, step.start,
+step.result, retrieval, answer.delta, citations, attachments, done, error.
+One answer at a time per socket; a second "ask" while one runs gets an `error` (busy).
+Close code 4401: not logged in. Everything else is an `error` event and the socket stays open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.utils.translation import gettext as _
+
+from assistant.answering.bridge import events_in_thread
+from assistant.answering.limits import allow_question
+from assistant.answering.pipeline import AskError, Session, run, start
+
+log = logging.getLogger(__name__)
+
+
+class ChatConsumer(AsyncJsonWebsocketConsumer):
+    answering: asyncio.Task[None] | None = None
+    cancel: threading.Event | None = None
+
+    async def connect(self) -> None:
+        await self.accept()  # then close with a code the client can read (see CollectionEventsConsumer)
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.user = user
+
+    async def disconnect(self, code: int) -> None:
+        if self.cancel is not None:
+            self.cancel.set()  # the answer stops at its next step; what was said is kept
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        try:
+            content = json.loads(text_data or "")
+        except ValueError:
+            await self._error("invalid", _("Messages must be JSON objects."))
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "ask":
+            await self._ask(content)
+        elif kind == "cancel":
+            if self.cancel is not None:
+                self.cancel.set()
+        elif kind == "ping":
+            await self.send_json({"type": "pong"})
+        else:
+            await self._error("invalid", _("Unknown message type; send ask, cancel or ping."))
+
+    async def _ask(self, content: dict[str, Any]) -> None:
+        if self.answering is not None and not self.answering.done():
+            await self._error("busy", _("An answer is still being written; wait for it or cancel it."))
+            return
+        question, collections, conversation = (
+            content.get("question"),
+            content.get("collections"),
+            content.get("conversation"),
+        )
+        if not isinstance(question, str) or not _ids_or_none(collections) or not _id_or_none(conversation):
+            await self._error(
+                "invalid",
+                _("Send a question (text), collections (a list of ids or null) and conversation (an id or null)."),
+            )
+            return
+        if not await database_sync_to_async(allow_question)(self.user.pk):
+            await self._error("rate_limited", _("Too many questions in a minute; wait a little and ask again."))
+            return
+        try:
+            session = await database_sync_to_async(start)(
+                self.user, question, collection_ids=collections, conversation_id=conversation
+            )
+        except AskError as exc:
+            await self._error(exc.code, exc.message)
+            return
+        self.cancel = threading.Event()
+        self.answering = asyncio.ensure_future(self._stream(session, self.cancel))
+
+    async def _stream(self, session: Session, cancel: threading.Event) -> None:
+        try:
+            async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), cancel):
+                await self.send_json(event)
+        except Exception:
+            log.exception("Answer stream failed")
+            await self._error("internal", _("Something went wrong while answering; the error is in the portal's log."))
+
+    async def _error(self, code: str, message: str) -> None:
+        await self.send_json({"type": "error", "code": code, "message": message})
+
+
+def _ids_or_none(value: object) -> bool:
+    return value is None or (isinstance(value, list) and all(_id_or_none(item) and item is not None for item in value))
+
+
+def _id_or_none(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0)

@@ -1,0 +1,346 @@
+"""Answering in process, on real PostgreSQL + pgvector and the local embedder: the router's
+rules and its handling of model output, the planner, citations and abstention, the event
+stream and what is stored. The chat model is scripted here (the adapter boundary); the
+local model's own behaviour is in test_answering_local.py."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+
+from assistant.answering import answer as answers
+from assistant.answering import planner, prompts, router
+from assistant.answering.pipeline import AskError, collect, run, start
+from assistant.answering.types import Turn
+from assistant.models import Conversation, Message
+from assistant.providers import registry
+from assistant.providers.base import ChatMessage, ChatResult
+from ingestion.pipeline import claim, ingest_document
+from knowledge import actions
+from knowledge.models import Chunk
+from tests.assistant.chat_files import PRODUCTS, policy_pdf
+from tests.conftest import make_collection
+
+LEAVE = (Turn("年假有几天？", "入职满一年的员工每年享有十天带薪年假 [1]。"),)
+LEAVE_EN = (Turn("How many days of annual leave do we get?", "Ten days of paid annual leave per year [1]."),)
+
+
+class ScriptedChat:
+    """A chat model at the adapter boundary: answers each prompt kind from a script and
+    records what it was asked."""
+
+    model_id = "scripted"
+
+    def __init__(
+        self,
+        *,
+        route: str = '{"strategy": "direct", "reason": "clear"}',
+        rewrite: str = "",
+        plan: str = '{"steps": []}',
+        answer: str | Callable[[str], str] = "十天 [1]。",
+        on_token: Callable[[int], None] | None = None,
+    ) -> None:
+        self.route, self.rewrite, self.plan, self.answer, self.on_token = route, rewrite, plan, answer, on_token
+        self.asked: list[tuple[str, str]] = []  # (kind, user message)
+
+    def _kind(self, messages: Sequence[ChatMessage]) -> str:
+        system = messages[0].content
+        for kind, texts in (("route", prompts.ROUTER), ("rewrite", prompts.REWRITE), ("plan", prompts.PLANNER)):
+            if any(system.startswith(text[:12]) for text in texts.values()):
+                return kind
+        return "answer"
+
+    def complete(self, messages, *, json_mode=False, max_tokens=512, temperature=0.2) -> ChatResult:
+        kind = self._kind(messages)
+        self.asked.append((kind, messages[-1].content))
+        return ChatResult({"route": self.route, "rewrite": self.rewrite, "plan": self.plan}[kind], self.model_id)
+
+    def stream(self, messages, *, max_tokens=512, temperature=0.2) -> Iterator[str]:
+        self.asked.append(("answer", messages[-1].content))
+        text = self.answer(messages[-1].content) if callable(self.answer) else self.answer
+        for number, piece in enumerate(re.findall(r".{1,4}", text, re.S)):
+            if self.on_token:
+                self.on_token(number)
+            yield piece
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def policies(db, private_collection):
+    ingest_files(private_collection, {"policy.pdf": policy_pdf(), **{k: v.encode() for k, v in PRODUCTS.items()}})
+    private_collection.refresh_from_db()
+    return private_collection
+
+
+def ingest_files(collection, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        _document, ingest_run = actions.do_add_document(collection, name, data, enqueue=False)
+        assert ingest_run is not None
+        assert claim(ingest_run)
+        ingest_document(ingest_run, registry.text_embedder())
+        ingest_run.refresh_from_db()
+        assert ingest_run.status == "succeeded", ingest_run.error
+
+
+# -- router ---------------------------------------------------------------------------------
+
+ROUTE_CASES = [
+    ("报销单要在多久内提交？", (), "direct"),
+    ("What is the deadline for expense claims?", (), "direct"),
+    ("它可以累积吗？", LEAVE, "rewrite"),
+    ("那最多能累积几天？", LEAVE, "rewrite"),
+    ("Can it be carried over to next year?", LEAVE_EN, "rewrite"),
+    ("公司的密码多久要更换一次？", LEAVE, "direct"),
+    ("Who approves travel requests at the Shanghai office?", LEAVE_EN, "direct"),
+    ("比较 Falcon 路由器和 Heron 交换机的保修期", (), "multi_step"),
+    ("先找出年假的规定，再查报销的期限", (), "multi_step"),
+    ("Compare the warranty of Falcon and Heron", (), "multi_step"),
+    ("What is the difference between annual leave and sick leave?", (), "multi_step"),
+]
+
+
+@pytest.mark.parametrize(("question", "history", "expected"), ROUTE_CASES)
+def test_the_rules_route_labelled_questions(question, history, expected):
+    assert router.by_rules(question, history).strategy == expected
+
+
+def test_the_router_takes_the_models_json_and_its_reason(settings):
+    model = ScriptedChat(route='Sure! ```json\n{"strategy": "multi-step", "reason": "two products"}\n```')
+    route = router.route(model, "Falcon 和 Heron 哪个保修更久？", ())
+    assert (route.strategy, route.reason, route.by) == ("multi_step", "two products", "model")
+    assert model.asked[0][0] == "route"
+
+
+@pytest.mark.parametrize("output", ["I think you should rewrite it", '{"strategy": "search"}', "", '["direct"]'])
+def test_unusable_router_output_falls_back_to_rules_and_is_logged(caplog, output):
+    with caplog.at_level(logging.WARNING, logger="assistant.answering.router"):
+        route = router.route(ScriptedChat(route=output), "它可以累积吗？", LEAVE)
+    assert (route.strategy, route.by) == ("rewrite", "rules")
+    assert "Router output unusable" in caplog.text
+
+
+def test_a_rewrite_needs_history_and_something_to_resolve():
+    model = ScriptedChat(route='{"strategy": "rewrite", "reason": "x"}')
+    assert router.route(model, "它可以累积吗？", ()).strategy == "direct"  # no history to resolve from
+    assert router.route(model, "公司的密码多久要更换一次？", LEAVE).strategy == "direct"  # standalone
+    assert router.route(model, "它可以累积吗？", LEAVE).strategy == "rewrite"
+
+
+def test_the_rewrite_is_cleaned_and_a_runaway_one_ignored():
+    question = "它可以累积吗？"
+    assert router.rewrite(ScriptedChat(rewrite="改写后的问题：“年假可以累积吗？”\n解释…"), question, LEAVE) == (
+        "年假可以累积吗？"
+    )
+    assert router.rewrite(ScriptedChat(rewrite="年假" * 200), question, LEAVE) == question
+    assert router.rewrite(ScriptedChat(rewrite="  "), question, LEAVE) == question
+
+
+def test_the_rules_planner_splits_comparisons_and_chains(settings):
+    settings.ROUTER = "rules"
+    assert planner.plan(None, "比较 Falcon 路由器和 Heron 交换机的保修期").steps == (
+        "Falcon 路由器的保修期",
+        "Heron 交换机的保修期",
+    )
+    assert planner.plan(None, "Compare Falcon and Heron on warranty").steps == ("Falcon warranty", "Heron warranty")
+    assert planner.plan(None, "先找出年假的规定，再查报销的期限").steps == ("找出年假的规定", "查报销的期限")
+    assert planner.plan(None, "年假有几天？").steps == ("年假有几天？",)
+
+
+def test_the_planner_takes_the_models_steps_and_caps_them(settings):
+    settings.PLAN_MAX_STEPS = 3
+    steps = '{"steps": ["A 的保修期", {"question": "B 的保修期"}, "C", "D", "A 的保修期"]}'
+    plan = planner.plan(ScriptedChat(plan=steps), "比较 A、B、C、D")
+    assert plan == planner.Plan(("A 的保修期", "B 的保修期", "C"), "model")
+    assert planner.plan(ScriptedChat(plan='{"steps": ["only one"]}'), "比较 A 和 B 的价格").by == "rules"
+
+
+# -- citations and abstention ------------------------------------------------------------------
+
+
+def test_citations_are_read_in_every_form_models_write_them():
+    assert answers.cited("十天[2]，可累积【1】。见 [1, 3] 与 [3][9]。", 3) == (2, 1, 3)
+    assert answers.cited("No sources here.", 3) == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "used", "abstains"),
+    [
+        ("文档中没有找到答案。", (), True),
+        ("The documents do not contain the answer.", (), True),
+        ("", (), True),
+        ("十天 [1]。", (1,), False),
+        ("文档中没有提到加班费，但年假是十天 [1]。", (1,), False),
+        ("Ten days.", (), False),
+    ],
+)
+def test_abstention(text, used, abstains):
+    assert answers.abstains(text, used) is abstains
+
+
+# -- the pipeline ---------------------------------------------------------------------------------
+
+
+def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(policies, alice):
+    def answer(prompt: str) -> str:
+        number = re.search(r"\[(\d+)\][^\n]*最多累积五天", prompt)
+        assert number, prompt
+        return f"可以累积，最多五天 [{number.group(1)}]。"
+
+    model = ScriptedChat(answer=answer)
+    session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
+    events = list(run(session, model=model))
+    kinds = [event["type"] for event in events]
+    assert kinds[:4] == ["started", "strategy", "retrieval", "answer.delta"]
+    assert kinds[-3:] == ["citations", "attachments", "done"]
+    assert set(kinds[3:-3]) == {"answer.delta"}
+    (citations,) = [event["citations"] for event in events if event["type"] == "citations"]
+    assert len(citations) == 1  # only what the answer used, not every passage it was given
+    (cited,) = citations
+    assert (cited["file"], cited["page"], cited["page_kind"]) == ("policy.pdf", 2, "pdf_page")
+    assert "最多累积五天" in Chunk.objects.get(pk=cited["chunk_id"]).text
+    assert cited["location"]["bbox"]
+    assert cited["thumbnail_url"] == f"/api/pages/{cited['page_id']}/render/"
+    done = events[-1]
+    assert done["abstain"] is False
+    assert done["strategy"] == "direct"
+    assert {"first_event", "route", "retrieval", "first_token", "total"} <= done["timings"].keys()
+    stored = Message.objects.get(pk=done["message"])
+    assert stored.content == "".join(e["text"] for e in events if e["type"] == "answer.delta")
+    assert stored.citations == citations
+    assert stored.conversation.user == alice
+    assert list(stored.conversation.collections.all()) == [policies]
+
+
+def test_the_prompt_follows_the_questions_language(policies, alice):
+    model = ScriptedChat(answer="Ten days [1].")
+    list(run(start(alice, "How many days of annual leave do we get?"), model=model))
+    assert "Passages:" in model.asked[-1][1]
+    assert "Question: How many days" in model.asked[-1][1]
+    model = ScriptedChat()
+    list(run(start(alice, "年假有几天？"), model=model))
+    assert "资料:" in model.asked[-1][1]
+
+
+def test_a_conversation_gives_its_history_to_the_router_and_rewrite(policies, alice):
+    first = collect(run(start(alice, "年假有几天？"), model=ScriptedChat(answer="十天 [1]。")))
+    model = ScriptedChat(route='{"strategy": "rewrite", "reason": "它"}', rewrite="年假可以累积吗？")
+    events = list(run(start(alice, "它可以累积吗？", conversation_id=first["conversation"]), model=model))
+    rewrite = next(event for event in events if event["type"] == "rewrite")
+    assert rewrite["query"] == "年假可以累积吗？"
+    route_prompt = dict(model.asked)["route"]
+    assert "年假有几天？" in route_prompt
+    assert "十天 [1]。" in route_prompt
+    assert "问题: 年假可以累积吗？" in model.asked[-1][1]  # the answer is asked of the rewritten question
+    assert Message.objects.filter(conversation_id=first["conversation"]).count() == 4
+    assert Message.objects.get(pk=events[-1]["message"]).rewrite == "年假可以累积吗？"
+
+
+def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(policies, alice):
+    def answer(prompt: str) -> str:
+        falcon = re.search(r"\[(\d+)\] 《falcon\.md》", prompt)
+        heron = re.search(r"\[(\d+)\] 《heron\.md》", prompt)
+        assert falcon, prompt
+        assert heron, prompt
+        return f"Falcon 两年 [{falcon.group(1)}]，Heron 五年 [{heron.group(1)}]。"
+
+    model = ScriptedChat(
+        route='{"strategy": "multi_step", "reason": "compare"}',
+        plan='{"steps": ["Falcon 路由器的保修期", "Heron 交换机的保修期"]}',
+        answer=answer,
+    )
+    events = list(run(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
+    kinds = [event["type"] for event in events]
+    assert kinds[:4] == ["started", "strategy", "plan", "step.start"]
+    assert kinds.count("step.start") == kinds.count("step.result") == 2
+    assert "retrieval" not in kinds
+    citations = next(event for event in events if event["type"] == "citations")["citations"]
+    assert {cited["file"] for cited in citations} == {"falcon.md", "heron.md"}
+    assert {cited["step"] for cited in citations} == {1, 2}
+    assert "## 步骤 1: Falcon 路由器的保修期" in model.asked[-1][1]
+    assert Message.objects.get(pk=events[-1]["message"]).plan == ["Falcon 路由器的保修期", "Heron 交换机的保修期"]
+
+
+def test_with_nothing_to_read_it_abstains_without_asking_the_model_to_guess(db, alice):
+    empty = make_collection(alice, "Empty")
+    model = ScriptedChat(answer="编造的答案 [1]")
+    result = collect(run(start(alice, "年假有几天？", collection_ids=[empty.pk]), model=model))
+    assert result["abstain"] is True
+    assert result["citations"] == []
+    assert result["answer"] == prompts.NO_ANSWER["zh"]
+    assert [kind for kind, _ in model.asked] == ["route"]
+
+
+def test_an_answer_that_cites_nothing_and_says_so_abstains(policies, alice):
+    model = ScriptedChat(answer="The documents do not contain the answer.")
+    result = collect(run(start(alice, "What is the company's stock ticker?"), model=model))
+    assert result["abstain"] is True
+    assert result["citations"] == []
+    assert result["attachments"] == []
+
+
+def test_cancel_stops_the_answer_and_keeps_what_was_said(policies, alice):
+    cancelled = {"now": False}
+
+    def on_token(number: int) -> None:
+        cancelled["now"] = number >= 2
+
+    model = ScriptedChat(answer="十天。" * 50 + "[1]", on_token=on_token)
+    events = list(run(start(alice, "年假有几天？"), model=model, cancelled=lambda: cancelled["now"]))
+    assert events[-1]["type"] == "done"
+    assert events[-1]["cancelled"] is True
+    deltas = [event for event in events if event["type"] == "answer.delta"]
+    assert 2 <= len(deltas) <= 4
+    stored = Message.objects.filter(role="assistant").get()
+    assert stored.error == "cancelled"
+    assert stored.content == "".join(d["text"] for d in deltas)
+
+
+def test_a_model_failure_is_a_readable_error_and_the_question_is_kept(policies, alice):
+    from assistant.providers.base import ProviderError
+
+    class Failing(ScriptedChat):
+        def stream(self, messages, **kwargs):
+            raise ProviderError("chat", "openai", "timed out after 2 s; raise TIMEOUT_CHAT")
+            yield ""
+
+    events = list(run(start(alice, "年假有几天？"), model=Failing()))
+    assert events[-1]["type"] == "error"
+    assert events[-1]["code"] == "model"
+    assert "TIMEOUT_CHAT" in events[-1]["message"]
+    assert Message.objects.filter(role="user", content="年假有几天？").exists()
+    assert "timed out" in Message.objects.get(role="assistant").error
+
+
+def test_a_question_never_reads_what_the_user_cannot_see(policies, alice, charlie):
+    with pytest.raises(AskError) as refused:
+        start(charlie, "年假有几天？", collection_ids=[policies.pk])
+    assert refused.value.code == "not_found"
+    with pytest.raises(AskError):
+        start(alice, "again", conversation_id=Conversation.objects.create(user=charlie).pk)
+    seen: list[str] = []
+
+    def answer(prompt: str) -> str:
+        seen.append(prompt)
+        return "文档中没有找到答案。"
+
+    model = ScriptedChat(answer=answer)
+    result = collect(run(start(charlie, "未休完的年假可以累积吗？"), model=model))  # all *he* may see: nothing
+    assert result["abstain"] is True
+    assert seen == []
+    assert not Message.objects.filter(conversation__user=charlie, content__contains="五天").exists()
+
+
+def test_bad_questions_are_refused_with_a_reason(db, alice):
+    for question in ("", "   "):
+        with pytest.raises(AskError, match="Ask a question"):
+            start(alice, question)
+    with pytest.raises(AskError, match="too long"):
+        start(alice, "x" * 5000)
+    assert not Conversation.objects.exists()
