@@ -206,10 +206,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Channels: websockets share Redis with Celery, on the same URL.
+# redis-py gives up on a read after 5 s by default, the very time channels_redis blocks
+# waiting for a socket's next message (BZPOPMIN, 5 s): an idle socket then died with 1011.
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
     }
 }
 

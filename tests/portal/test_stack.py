@@ -100,3 +100,18 @@ def test_it_refuses_strangers_anonymous_and_foreign_origins(live_web, alice, cha
     assert _close_code(missing, {"Cookie": _session_cookie(alice)}) == 4404
     foreign = {"Cookie": _session_cookie(alice), "Origin": "https://evil.example"}
     assert _close_code(url, foreign) == 403
+
+
+def test_an_idle_websocket_stays_open(live_web, alice, private_collection):
+    # redis-py's default 5 s read timeout once raced channels_redis's 5 s blocking wait.
+    url = f"ws://127.0.0.1:{live_web}/ws/collections/{private_collection.pk}/"
+    headers = {"Cookie": _session_cookie(alice), "Origin": f"http://127.0.0.1:{live_web}"}
+
+    async def scenario() -> dict:
+        async with websockets.connect(url, additional_headers=headers) as ws:
+            await _receive(ws)
+            await asyncio.sleep(12)
+            await ws.send(json.dumps({"type": "ping"}))
+            return await _receive(ws)
+
+    assert asyncio.run(scenario()) == {"type": "pong"}
