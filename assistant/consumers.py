@@ -22,7 +22,7 @@ from django.utils.translation import gettext as _
 
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.limits import allow_question
-from assistant.answering.pipeline import AskError, Session, run, start
+from assistant.answering.pipeline import AskError, Session, run, start, started
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +78,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 _("Send a question (text), collections (a list of ids or null) and conversation (an id or null)."),
             )
             return
-        if not await database_sync_to_async(allow_question)(self.user.pk):
+        # Not thread-sensitive: one socket's question does not wait for another's.
+        if not await database_sync_to_async(allow_question, thread_sensitive=False)(self.user.pk):
             await self._error("rate_limited", _("Too many questions in a minute; wait a little and ask again."))
             return
         try:
-            session = await database_sync_to_async(start)(
+            session = await database_sync_to_async(start, thread_sensitive=False)(
                 self.user, question, collection_ids=collections, conversation_id=conversation
             )
         except AskError as exc:
             await self._error(exc.code, exc.message)
             return
+        await self.send_json(started(session))
         self.cancel = threading.Event()
         self.answering = asyncio.ensure_future(self._stream(session, self.cancel))
 

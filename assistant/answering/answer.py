@@ -89,6 +89,7 @@ def messages(
     if not steps:
         lines.extend(_passage(source, language, budget) for source in sources)
     lines.append(f"\n{prompts.label(language, 'question')}: {question}")
+    lines.append(prompts.REMINDER[language])
     system = prompts.SUMMARIZE[language] if steps else prompts.ANSWER[language]
     return [ChatMessage("system", system), ChatMessage("user", "\n".join(lines))]
 
@@ -113,6 +114,35 @@ def cited(text: str, count: int) -> tuple[int, ...]:
     return tuple(used)
 
 
+# Clause ends; a citation right after the punctuation stays with its clause ("五年。[3]").
+CLAUSE_END = re.compile(r"(?<=[，。；！？,;!?\n])(?!\s*[\[【])")
+INFERRED_MIN_SHARE = 0.6
+
+
+def attributed(text: str, sources: Sequence[Source], cited_numbers: Sequence[int]) -> tuple[int, ...]:
+    """Passages the answer used without citing them. Small models cite one sentence of two,
+    or put one [n] after two facts: a clause whose character pairs mostly come from one
+    passage, and not from any passage the clause itself cites, is attributed to it."""
+    inferred: list[int] = []
+    passages = {source.number: _pairs(source.hit.text) for source in sources}
+    for clause in CLAUSE_END.split(text):
+        pairs = _pairs(CITATION.sub("", clause))
+        if len(pairs) < 4 or not passages:
+            continue
+        shares = {number: len(pairs & found) / len(pairs) for number, found in passages.items()}
+        if any(shares.get(number, 0.0) >= INFERRED_MIN_SHARE for number in cited(clause, len(sources))):
+            continue  # the clause's own citation holds it up
+        best = max(shares, key=lambda number: shares[number])
+        if shares[best] >= INFERRED_MIN_SHARE and best not in cited_numbers and best not in inferred:
+            inferred.append(best)
+    return tuple(inferred)
+
+
+def _pairs(text: str) -> set[str]:
+    letters = re.sub(r"[\W_]+", "", text.lower())
+    return {letters[i : i + 2] for i in range(len(letters) - 1)}
+
+
 def abstains(text: str, used: Sequence[int]) -> bool:
     """An answer abstains when it cites nothing and says the documents do not hold the answer
     (or says nothing at all)."""
@@ -123,9 +153,11 @@ def abstains(text: str, used: Sequence[int]) -> bool:
     return not text.strip() or any(marker in lowered for marker in markers)
 
 
-def citation(source: Source, language: Language) -> dict[str, Any]:
+def citation(source: Source, language: Language, *, inferred: bool = False) -> dict[str, Any]:
+    """What a client shows for [n]; `inferred` when the answer used the passage without writing [n]."""
     hit = source.hit
     return {
+        "inferred": inferred,
         "n": source.number,
         "chunk_id": hit.chunk_id,
         "document_id": hit.document_id,

@@ -7,13 +7,25 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
-from channels.db import database_sync_to_async
+from django.db import close_old_connections, connection
 
 from assistant.answering.types import Event
 
 _END = object()
+# Answers run side by side, each in its own thread with its own database connection, in a
+# pool of their own: long answers must not take the threads that short sync calls need.
+ANSWERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="answer")
+
+
+def _with_connection(work: Callable[[], None]) -> None:
+    close_old_connections()
+    try:
+        work()
+    finally:
+        connection.close()
 
 
 async def events_in_thread(
@@ -39,8 +51,7 @@ async def events_in_thread(
         finally:
             put(_END)
 
-    # Not thread-sensitive: answers run side by side, each with its own database connection.
-    worker = asyncio.ensure_future(database_sync_to_async(work, thread_sensitive=False)())
+    worker = loop.run_in_executor(ANSWERS, _with_connection, work)
     try:
         while (item := await queue.get()) is not _END:
             if isinstance(item, BaseException):

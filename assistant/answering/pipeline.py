@@ -124,13 +124,25 @@ def _history(conversation: Conversation) -> tuple[Turn, ...]:
     return tuple(turn for turn in turns if turn.answer)
 
 
+def started(session: Session) -> Event:
+    """The first event, sent as soon as the question is recorded (before any model work, so
+    that a client knows its conversation at once, however busy the models are)."""
+    session.mark("first_event")
+    return {"type": "started", "conversation": session.conversation.pk, "message": session.question_message.pk}
+
+
+def answer_events(session: Session, **options: Any) -> Iterator[Event]:
+    """`started`, then the answer's events: for callers that read it all in one thread."""
+    yield started(session)
+    yield from run(session, **options)
+
+
 def run(
     session: Session, *, cancelled: Callable[[], bool] = lambda: False, model: ChatModel | None = None
 ) -> Iterator[Event]:
-    """The events of one answer, ending with `done` or `error`; the answer is stored either way."""
+    """The events of one answer after `started`, ending with `done` or `error`; the answer is
+    stored either way."""
     state = _State(session)
-    yield {"type": "started", "conversation": session.conversation.pk, "message": session.question_message.pk}
-    session.mark("first_event")
     try:
         model = model or registry.chat_model()
         yield from _answer(session, state, model, cancelled)
@@ -247,8 +259,11 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     yield from _generate(session, state, model, sources, steps, language, check)
     used = answers.cited(state.text, len(sources))
     state.abstain = not sources or answers.abstains(state.text, used)
+    inferred = () if state.abstain else answers.attributed(state.text, sources, used)
     by_number = {source.number: source for source in sources}
-    state.citations = [answers.citation(by_number[number], language) for number in used]
+    state.citations = [answers.citation(by_number[number], language) for number in used] + [
+        answers.citation(by_number[number], language, inferred=True) for number in inferred
+    ]
     yield {"type": "citations", "citations": state.citations}
     if not state.abstain:
         unique = {hit.chunk_id: hit for hit in media_hits}

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.limits import allow_question
-from assistant.answering.pipeline import AskError, Session, collect, run, start
+from assistant.answering.pipeline import AskError, Session, answer_events, collect, run, start, started
 from assistant.answering.types import Event
 from knowledge.api.views import request_user
 
@@ -119,11 +119,12 @@ class AskView(APIView):
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"  # nginx: pass events on as they come
             return response
-        result = collect(run(session))
+        result = collect(answer_events(session))
         failed = result["error"] is not None
         return Response(result, status=status.HTTP_502_BAD_GATEWAY if failed else status.HTTP_200_OK)
 
 
 async def _stream(session: Session) -> AsyncIterator[str]:
+    yield sse(started(session))
     async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
         yield sse(event)

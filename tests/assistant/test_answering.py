@@ -13,7 +13,7 @@ import pytest
 
 from assistant.answering import answer as answers
 from assistant.answering import planner, prompts, router
-from assistant.answering.pipeline import AskError, collect, run, start
+from assistant.answering.pipeline import AskError, answer_events, collect, start
 from assistant.answering.types import Turn
 from assistant.models import Conversation, Message
 from assistant.providers import registry
@@ -195,7 +195,7 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
 
     model = ScriptedChat(answer=answer)
     session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
-    events = list(run(session, model=model))
+    events = list(answer_events(session, model=model))
     kinds = [event["type"] for event in events]
     assert kinds[:4] == ["started", "strategy", "retrieval", "answer.delta"]
     assert kinds[-3:] == ["citations", "attachments", "done"]
@@ -220,18 +220,18 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
 
 def test_the_prompt_follows_the_questions_language(policies, alice):
     model = ScriptedChat(answer="Ten days [1].")
-    list(run(start(alice, "How many days of annual leave do we get?"), model=model))
+    list(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
     assert "Passages:" in model.asked[-1][1]
     assert "Question: How many days" in model.asked[-1][1]
     model = ScriptedChat()
-    list(run(start(alice, "年假有几天？"), model=model))
+    list(answer_events(start(alice, "年假有几天？"), model=model))
     assert "资料:" in model.asked[-1][1]
 
 
 def test_a_conversation_gives_its_history_to_the_router_and_rewrite(policies, alice):
-    first = collect(run(start(alice, "年假有几天？"), model=ScriptedChat(answer="十天 [1]。")))
+    first = collect(answer_events(start(alice, "年假有几天？"), model=ScriptedChat(answer="十天 [1]。")))
     model = ScriptedChat(route='{"strategy": "rewrite", "reason": "它"}', rewrite="年假可以累积吗？")
-    events = list(run(start(alice, "它可以累积吗？", conversation_id=first["conversation"]), model=model))
+    events = list(answer_events(start(alice, "它可以累积吗？", conversation_id=first["conversation"]), model=model))
     rewrite = next(event for event in events if event["type"] == "rewrite")
     assert rewrite["query"] == "年假可以累积吗？"
     route_prompt = dict(model.asked)["route"]
@@ -255,7 +255,7 @@ def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(p
         plan='{"steps": ["Falcon 路由器的保修期", "Heron 交换机的保修期"]}',
         answer=answer,
     )
-    events = list(run(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
+    events = list(answer_events(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
     kinds = [event["type"] for event in events]
     assert kinds[:4] == ["started", "strategy", "plan", "step.start"]
     assert kinds.count("step.start") == kinds.count("step.result") == 2
@@ -270,7 +270,7 @@ def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(p
 def test_with_nothing_to_read_it_abstains_without_asking_the_model_to_guess(db, alice):
     empty = make_collection(alice, "Empty")
     model = ScriptedChat(answer="编造的答案 [1]")
-    result = collect(run(start(alice, "年假有几天？", collection_ids=[empty.pk]), model=model))
+    result = collect(answer_events(start(alice, "年假有几天？", collection_ids=[empty.pk]), model=model))
     assert result["abstain"] is True
     assert result["citations"] == []
     assert result["answer"] == prompts.NO_ANSWER["zh"]
@@ -279,7 +279,7 @@ def test_with_nothing_to_read_it_abstains_without_asking_the_model_to_guess(db, 
 
 def test_an_answer_that_cites_nothing_and_says_so_abstains(policies, alice):
     model = ScriptedChat(answer="The documents do not contain the answer.")
-    result = collect(run(start(alice, "What is the company's stock ticker?"), model=model))
+    result = collect(answer_events(start(alice, "What is the company's stock ticker?"), model=model))
     assert result["abstain"] is True
     assert result["citations"] == []
     assert result["attachments"] == []
@@ -292,7 +292,7 @@ def test_cancel_stops_the_answer_and_keeps_what_was_said(policies, alice):
         cancelled["now"] = number >= 2
 
     model = ScriptedChat(answer="十天。" * 50 + "[1]", on_token=on_token)
-    events = list(run(start(alice, "年假有几天？"), model=model, cancelled=lambda: cancelled["now"]))
+    events = list(answer_events(start(alice, "年假有几天？"), model=model, cancelled=lambda: cancelled["now"]))
     assert events[-1]["type"] == "done"
     assert events[-1]["cancelled"] is True
     deltas = [event for event in events if event["type"] == "answer.delta"]
@@ -310,7 +310,7 @@ def test_a_model_failure_is_a_readable_error_and_the_question_is_kept(policies, 
             raise ProviderError("chat", "openai", "timed out after 2 s; raise TIMEOUT_CHAT")
             yield ""
 
-    events = list(run(start(alice, "年假有几天？"), model=Failing()))
+    events = list(answer_events(start(alice, "年假有几天？"), model=Failing()))
     assert events[-1]["type"] == "error"
     assert events[-1]["code"] == "model"
     assert "TIMEOUT_CHAT" in events[-1]["message"]
@@ -331,7 +331,9 @@ def test_a_question_never_reads_what_the_user_cannot_see(policies, alice, charli
         return "文档中没有找到答案。"
 
     model = ScriptedChat(answer=answer)
-    result = collect(run(start(charlie, "未休完的年假可以累积吗？"), model=model))  # all *he* may see: nothing
+    result = collect(
+        answer_events(start(charlie, "未休完的年假可以累积吗？"), model=model)
+    )  # all *he* may see: nothing
     assert result["abstain"] is True
     assert seen == []
     assert not Message.objects.filter(conversation__user=charlie, content__contains="五天").exists()
@@ -344,3 +346,33 @@ def test_bad_questions_are_refused_with_a_reason(db, alice):
     with pytest.raises(AskError, match="too long"):
         start(alice, "x" * 5000)
     assert not Conversation.objects.exists()
+
+
+def test_a_clause_that_quotes_a_passage_without_citing_it_is_attributed(policies, alice):
+    def answer(prompt: str) -> str:
+        heron = re.search(r"\[(\d+)\] 《heron\.md》", prompt)
+        assert heron, prompt
+        return f"Falcon 路由器的保修期为两年，而 Heron 交换机的保修期为五年。[{heron.group(1)}]"
+
+    result = collect(answer_events(start(alice, "Falcon 和 Heron 的保修期"), model=ScriptedChat(answer=answer)))
+    assert [(cited["file"], cited["inferred"]) for cited in result["citations"]] == [
+        ("heron.md", False),
+        ("falcon.md", True),
+    ]
+
+    def one_citation_for_two_facts(prompt: str) -> str:
+        falcon = re.search(r"\[(\d+)\] 《falcon\.md》", prompt)
+        assert falcon, prompt
+        return f"Falcon 路由器的保修期为两年，而 Heron 交换机的保修期为五年。[{falcon.group(1)}]"
+
+    result = collect(
+        answer_events(start(alice, "Falcon 和 Heron 的保修期"), model=ScriptedChat(answer=one_citation_for_two_facts))
+    )
+    assert [(cited["file"], cited["inferred"]) for cited in result["citations"]] == [
+        ("falcon.md", False),
+        ("heron.md", True),
+    ]
+    unrelated = collect(
+        answer_events(start(alice, "Falcon 的保修期"), model=ScriptedChat(answer="这是一个完全无关的句子，没有依据。"))
+    )
+    assert unrelated["citations"] == []

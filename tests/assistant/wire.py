@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +20,7 @@ class Reply:
     body: Any = None  # dict → JSON; list of dicts → SSE events; str → raw text
     delay: float = 0.0
     done: bool = True  # end an SSE stream with OpenAI's "data: [DONE]" (DashScope sends none)
+    pace: float = 0.0  # seconds between SSE events
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Wire:
     replies: dict[str, list[Reply]] = field(default_factory=dict)
     requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
     url: str = ""
+    # Answers from the request instead of a queue when set: (path, body) -> Reply.
+    responder: Callable[[str, Any], Reply] | None = None
 
     def on(self, path: str, *replies: Reply) -> None:
         self.replies[path] = list(replies)
@@ -53,7 +56,7 @@ def _handler(wire: Wire) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = raw.decode(errors="replace")
             wire.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            reply = wire.take(self.path)
+            reply = wire.responder(self.path, body) if wire.responder else wire.take(self.path)
             if reply.delay:
                 time.sleep(reply.delay)
             if isinstance(reply.body, list):
@@ -76,6 +79,8 @@ def _handler(wire: Wire) -> type[BaseHTTPRequestHandler]:
             for event in reply.body:
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
+                if reply.pace:
+                    time.sleep(reply.pace)
             if reply.done:
                 self.wfile.write(b"data: [DONE]\n\n")
 

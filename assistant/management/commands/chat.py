@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assistant.answering.pipeline import AskError, run, start
+from assistant.answering.pipeline import AskError, answer_events, start
 from assistant.answering.types import Event
 from assistant.management.commands.evaluate import find_user
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
                 continue
             conversation = session.conversation.pk
             cancel = threading.Event()
-            events = run(session, cancelled=cancel.is_set)
+            events = answer_events(session, cancelled=cancel.is_set)
             failed = self._print(events, cancel)
             if failed and questions:
                 raise CommandError(failed)
