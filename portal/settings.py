@@ -203,6 +203,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two models have a "role" field: a team member's role and a chat message's author.
+    "ENUM_NAME_OVERRIDES": {
+        "TeamRoleEnum": "knowledge.models.teams.Role",
+        "MessageRoleEnum": "assistant.models.Message.Role",
+    },
 }
 
 # Channels: websockets share Redis with Celery, on the same URL.
