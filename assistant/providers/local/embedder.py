@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from assistant.providers.base import ProviderError
 from assistant.providers.config import RoleConfig
+
+# A query is one short text: split over several OpenMP threads it gains little, and on a busy
+# machine each of its many parallel regions waits at a barrier for the slowest thread, which
+# made a 20 ms embedding take over a second now and then (bench/retrieval.py). Documents are
+# embedded in batches, where the configured threads pay off, so only queries run on one.
+QUERY_THREADS = 1
 
 
 class LocalEmbedder:
@@ -41,5 +48,20 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
-            vector = self._engine().query(text)
+            engine = self._engine()
+            with _threads(engine, QUERY_THREADS):
+                vector = engine.query(text)
         return [float(x) for x in vector.reshape(-1)]
+
+
+@contextmanager
+def _threads(engine: object, count: int) -> Iterator[None]:
+    """OpenMP's thread count for parallel regions started by the calling thread only (the
+    setting is per thread), restored after: another thread's document batch keeps its own."""
+    omp = engine._lib  # type: ignore[attr-defined]  # the engine's library resolves libgomp's symbols
+    previous = int(omp.omp_get_max_threads())
+    omp.omp_set_num_threads(count)
+    try:
+        yield
+    finally:
+        omp.omp_set_num_threads(previous)
