@@ -31,7 +31,8 @@ def scope_for(user: AnyUser, collection_ids: Sequence[int] | None = None) -> Sco
 def scope_of(collections: QuerySet[Collection]) -> Scope:
     """The scope of collections the caller has already been authorised for (the admin's
     test search, where a superuser may test any collection)."""
-    subquery = collections.filter(active_version__isnull=False).values("active_version_id")
+    # No ORDER BY: Collection's default ordering would sort a subquery that is only matched.
+    subquery = collections.filter(active_version__isnull=False).order_by().values("active_version_id")
     sql, params = subquery.query.sql_with_params()
     versions = tuple(IndexVersion.objects.filter(pk__in=subquery).order_by("pk"))
     return Scope(sql=sql, params=tuple(params), versions=versions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
@@ -54,8 +55,10 @@ def search(
     reranked, model_id = _rerank(query, order, chunks, ranked) if rerank else ({}, "")
     timings["rerank"] = (time.perf_counter() - stage) * 1000
     final_order, finals = _final(order, fused, reranked, weights)
+    stages = _stages(ranked)
     hits = tuple(
-        _hit(chunks[pk], ranked, fused[pk], reranked.get(pk), weights[pk], finals[pk]) for pk in final_order[:k]
+        _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk])
+        for pk in final_order[:k]
     )
     wants_media = media_intent(query) if media is None else media
     top_fused = max((hit.fused for hit in hits), default=0.0)
@@ -72,23 +75,36 @@ def _channels(
     ranked: dict[str, list[tuple[int, float]]] = {}
     if not query:
         return ranked
+    # The query embedding (CPU work in the model's C code, outside Python's lock) runs while
+    # PostgreSQL computes the lexical channel: the two overlap instead of adding up.
+    embedding = _EMBEDDERS.submit(_embed_query, query) if "dense" in channels else None
     if "lexical" in channels:
         started = time.perf_counter()
         ranked["lexical"] = search_lexical(scope, query, depth)
         timings["lexical"] = (time.perf_counter() - started) * 1000
-    if "dense" in channels:
+    if embedding is not None:
+        model_id, vector, embed_ms = embedding.result()
+        timings["embed_query"] = embed_ms
         started = time.perf_counter()
-        embedder = registry.text_embedder()
-        vector = embedder.embed_query(query)
-        timings["embed_query"] = (time.perf_counter() - started) * 1000
-        ranked["dense"] = search_dense(scope, vector, embedder.model_id, depth)
-        timings["dense"] = (time.perf_counter() - started) * 1000
+        ranked["dense"] = search_dense(scope, vector, model_id, depth)
+        timings["dense"] = embed_ms + (time.perf_counter() - started) * 1000  # the channel's own cost
     if "image" in channels and registry.available("image_embedding"):
         started = time.perf_counter()
         pictures = registry.image_embedder()
         ranked["image"] = search_image(scope, pictures.embed_text(query), pictures.model_id, depth)
         timings["image"] = (time.perf_counter() - started) * 1000
     return ranked
+
+
+_EMBEDDERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+
+
+def _embed_query(query: str) -> tuple[str, list[float], float]:
+    """The text embedder's id, the query's vector, and the milliseconds it took."""
+    started = time.perf_counter()
+    embedder = registry.text_embedder()
+    vector = embedder.embed_query(query)
+    return embedder.model_id, vector, (time.perf_counter() - started) * 1000
 
 
 def _load(ids: list[int], scope: Scope) -> dict[int, Chunk]:
@@ -142,20 +158,23 @@ def _final(
     return result, {**others, **finals}
 
 
+def _stages(ranked: dict[str, list[tuple[int, float]]]) -> dict[int, dict[str, Stage]]:
+    """Each chunk's score and rank in every channel that found it."""
+    stages: dict[int, dict[str, Stage]] = {}
+    for name, rows in ranked.items():
+        for rank, (pk, score) in enumerate(rows, start=1):
+            stages.setdefault(pk, {})[name] = Stage(score=score, rank=rank)
+    return stages
+
+
 def _hit(
     chunk: Chunk,
-    ranked: dict[str, list[tuple[int, float]]],
+    stages: dict[str, Stage],
     fused: float,
     rerank_score: float | None,
     weight: float,
     final: float,
 ) -> Hit:
-    stages = {
-        name: Stage(score=score, rank=rank)
-        for name, rows in ranked.items()
-        for rank, (pk, score) in enumerate(rows, start=1)
-        if pk == chunk.pk
-    }
     document, page = chunk.document, chunk.page
     return Hit(
         chunk_id=chunk.pk,
