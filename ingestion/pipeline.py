@@ -140,19 +140,28 @@ def _create_vector_index(version: IndexVersion) -> None:
 def vector_index_sql(version: IndexVersion) -> list[str]:
     """pgvector indexes need a fixed size: one partial HNSW index per version, on the cast
     column, over its searchable chunks only, so that a search needs no other filter and the
-    planner reads the graph. Identifiers come from integers we own, not from input."""
-    pk = int(version.pk)
+    planner reads the graph; and one global index per dims over every version's searchable
+    chunks of that size, which a search over many versions reads once, filtered by version
+    (assistant.retrieval.dense). Identifiers come from integers we own, not from input."""
+    pk, dims = int(version.pk), int(version.dims)
     statements = [
         f"CREATE INDEX IF NOT EXISTS chunk_hnsw_v{pk} ON knowledge_chunk "
-        f"USING hnsw ((embedding::vector({int(version.dims)})) vector_cosine_ops) "
-        f"WHERE index_version_id = {pk} AND searchable"
+        f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+        f"WHERE index_version_id = {pk} AND searchable",
+        f"CREATE INDEX IF NOT EXISTS chunk_hnsw_d{dims} ON knowledge_chunk "
+        f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+        f"WHERE vector_dims(embedding) = {dims} AND searchable",
     ]
     if version.image_dims:
-        statements.append(
+        image_dims = int(version.image_dims)
+        statements += [
             f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_v{pk} ON knowledge_chunk "
-            f"USING hnsw ((image_embedding::vector({int(version.image_dims)})) vector_cosine_ops) "
-            f"WHERE index_version_id = {pk} AND searchable AND image_embedding IS NOT NULL"
-        )
+            f"USING hnsw ((image_embedding::vector({image_dims})) vector_cosine_ops) "
+            f"WHERE index_version_id = {pk} AND searchable AND image_embedding IS NOT NULL",
+            f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_d{image_dims} ON knowledge_chunk "
+            f"USING hnsw ((image_embedding::vector({image_dims})) vector_cosine_ops) "
+            f"WHERE vector_dims(image_embedding) = {image_dims} AND searchable",
+        ]
     return statements
 
 
