@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from assistant.providers import registry
 from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
@@ -152,9 +152,9 @@ def test_filtered_hnsw_still_returns_k_results(corpus, alice):
     assert all(hit.document_name != "hidden.md" for hit in found.hits)
     from assistant.retrieval.dense import statement
 
-    sql, params = statement(scope_for(alice), [version], "c.embedding", lambda v: v.dims, "", vector, 5)
+    query = statement(scope_for(alice), [version], "c.embedding", lambda v: v.dims, "", vector, 5)
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + sql, params)
+        cursor.execute("EXPLAIN " + query.sql, query.params)
         plan = " ".join(row[0] for row in cursor.fetchall())
     assert f"chunk_hnsw_v{version.pk}" in plan
 
@@ -243,3 +243,124 @@ def test_reading_rare_terms_first_gives_the_exact_top_k(corpus, alice, monkeypat
         monkeypatch.setattr(lexical, "COMMON_SHARE", 0.0)  # every term common: one full run
         assert pruned == exhaustive == search_lexical(scope, query, k=2)
         monkeypatch.setattr(lexical, "COMMON_SHARE", 0.05)
+
+
+def test_the_global_index_serves_many_versions_and_keeps_access(corpus, alice, charlie, monkeypatch):
+    """Over many versions, one filtered walk of the index of every version's chunks of these
+    dims: the same hits as one walk per version, and never another user's chunk."""
+    from assistant.retrieval import dense
+
+    secret = actions.do_create_collection(charlie, "charlie's")
+    ingest(secret, {"secret.md": "# Secret\n\n北京每晚住宿标准是九百九十九元，这是机密。"})
+    scope = scope_for(alice)
+    version = scope.versions[0]
+    vector = registry.text_embedder().embed_query("北京每晚住宿标准是九百九十九元")
+    per_version = dense.search_dense(scope, vector, version.embedder_id, 5)
+    monkeypatch.setattr(dense, "MANY_VERSIONS", 1)
+    query = dense.statement(scope, [version], "c.embedding", lambda v: v.dims, "", vector, 5)
+    with transaction.atomic(), connection.cursor() as cursor:  # a table this small is read whole
+        cursor.execute("SET LOCAL enable_seqscan = off")  # so this shows the index can serve it
+        cursor.execute("EXPLAIN " + query.sql, query.params)
+        plan = " ".join(row[0] for row in cursor.fetchall())
+    assert f"chunk_hnsw_d{version.dims}" in plan
+    assert query.ef_search >= dense.GLOBAL_EF_SEARCH
+    found = dense.search_dense(scope, vector, version.embedder_id, 5)
+    assert [pk for pk, _ in found] == [pk for pk, _ in per_version]
+    assert [score for _, score in found] == pytest.approx([score for _, score in per_version])
+    visible = set(Chunk.objects.filter(index_version=version).values_list("pk", flat=True))
+    assert {pk for pk, _ in found} <= visible
+    results = search(alice, "北京每晚住宿标准是九百九十九元", channels=("dense",), rerank=False)
+    assert results.hits
+    assert all(hit.collection_id == corpus.pk for hit in results.hits)
+
+
+def test_the_global_index_is_skipped_for_a_small_share(corpus, alice, monkeypatch):
+    from assistant.retrieval import dense
+
+    scope = scope_for(alice)
+    monkeypatch.setattr(dense, "MANY_VERSIONS", 1)
+    monkeypatch.setattr(dense, "MIN_SHARE", 1.01)  # the scope would need more than the whole index
+    vector = registry.text_embedder().embed_query("taxi")
+    query = dense.statement(scope, list(scope.versions), "c.embedding", lambda v: v.dims, "", vector, 5)
+    assert "UNION ALL" not in query.sql
+    assert "vector_dims" not in query.sql
+    assert "c.index_version_id = %s" in query.sql
+
+
+def test_lexical_candidates_by_version_or_by_index_agree(corpus, alice, monkeypatch):
+    from assistant.retrieval import lexical
+
+    scope = scope_for(alice)
+    for query in ("北京住宿标准", "taxi receipts reimbursed", "leave 年假 申请", "每月 报销 工资 14号"):
+        monkeypatch.setattr(lexical, "SCAN_CHUNKS", 10**9)
+        by_version = search_lexical(scope, query, k=5)
+        monkeypatch.setattr(lexical, "SCAN_CHUNKS", 0)
+        by_index = search_lexical(scope, query, k=5)
+        assert by_version, query
+        assert by_version == by_index, query
+
+
+def test_lexical_reads_by_version_only_for_a_small_scope(corpus, alice, monkeypatch):
+    from django.test.utils import CaptureQueriesContext
+
+    from assistant.retrieval import lexical
+
+    scope = scope_for(alice)
+    for limit, expected in ((10**9, "jsonb_exists_any"), (0, "?|")):
+        monkeypatch.setattr(lexical, "SCAN_CHUNKS", limit)
+        with CaptureQueriesContext(connection) as queries:
+            search_lexical(scope, "taxi", k=5)
+        reading = [q["sql"] for q in queries.captured_queries if "candidates AS" in q["sql"]]
+        assert reading
+        assert all(expected in sql for sql in reading)
+
+
+def test_batched_statistics_equal_per_document_ones(corpus):
+    from ingestion import stats
+
+    version = IndexVersion.objects.get(pk=corpus.active_version_id)
+    before = dict(TermStat.objects.filter(index_version=version).values_list("term", "df"))
+    documents = list(corpus.documents.values_list("pk", flat=True))
+    stats.add_documents(version.pk, documents, -1)
+    version.refresh_from_db()
+    assert (version.chunk_count, version.total_length) == (0, 0)
+    assert not TermStat.objects.filter(index_version=version).exists()
+    assert not Chunk.objects.filter(index_version=version, searchable=True).exists()
+    stats.add_documents(version.pk, documents, 1)
+    version.refresh_from_db()
+    assert dict(TermStat.objects.filter(index_version=version).values_list("term", "df")) == before
+    assert version.chunk_count == Chunk.objects.filter(index_version=version, searchable=True).count() > 0
+
+
+def test_deleting_a_collection_skips_counting_each_document_out(corpus):
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        actions.do_delete_collection(corpus)
+    assert not [q for q in queries.captured_queries if "knowledge_termstat" in q["sql"] and "INSERT" in q["sql"]]
+    assert not Chunk.objects.filter(document__collection_id=corpus.pk).exists()
+
+
+def test_queries_are_embedded_on_one_thread_and_documents_keep_theirs(db):
+    from assistant.providers.local import embedder as local
+
+    embedder = registry.text_embedder()
+    if not isinstance(embedder, local.LocalEmbedder):
+        pytest.skip("the local embedder's threads")
+    engine = embedder._engine()
+    before = engine._lib.omp_get_max_threads()
+    seen: list[int] = []
+    real = engine.query
+
+    def query(text: str) -> object:
+        seen.append(engine._lib.omp_get_max_threads())
+        return real(text)
+
+    engine.query = query
+    try:
+        vector = embedder.embed_query("北京出差住宿标准")
+    finally:
+        del engine.query
+    assert seen == [local.QUERY_THREADS]
+    assert engine._lib.omp_get_max_threads() == before
+    assert vector == pytest.approx([float(x) for x in real("北京出差住宿标准")], abs=1e-5)
