@@ -10,6 +10,7 @@ view (JSON or Server-Sent Events) and `manage.py chat` alike.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class Session:
     history: tuple[Turn, ...]
     timings: dict[str, float] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+    progress: float = field(default_factory=time.perf_counter)  # when the last event went out
 
     def mark(self, name: str) -> None:
         self.timings[name] = round((time.perf_counter() - self.started) * 1000, 1)
@@ -137,15 +139,47 @@ def answer_events(session: Session, **options: Any) -> Iterator[Event]:
     yield from run(session, **options)
 
 
+# The local model answers one question at a time (one llama.cpp context per process): an
+# answer takes its turn for all its model calls, so the first to ask is the first answered
+# instead of twenty answers interleaving their calls and all finishing late.
+_LOCAL_MODEL = threading.Semaphore(1)
+
+
 def run(
     session: Session, *, cancelled: Callable[[], bool] = lambda: False, model: ChatModel | None = None
 ) -> Iterator[Event]:
     """The events of one answer after `started`, ending with `done` or `error`; the answer is
     stored either way."""
+    held: list[threading.Semaphore] = []
+    try:
+        yield from _run(session, cancelled, model, held)
+    finally:
+        for turn in held:
+            turn.release()
+
+
+def _wait_turn(session: Session, cancelled: Callable[[], bool], held: list[threading.Semaphore]) -> Iterator[Event]:
+    if not _LOCAL_MODEL.acquire(blocking=False):
+        yield {"type": "queued"}
+        while not _LOCAL_MODEL.acquire(timeout=0.5):
+            if cancelled():
+                raise Cancelled
+    held.append(_LOCAL_MODEL)
+    session.progress = time.perf_counter()  # waiting in the queue is not a stall
+    session.mark("queued")
+
+
+def _run(
+    session: Session, cancelled: Callable[[], bool], model: ChatModel | None, held: list[threading.Semaphore]
+) -> Iterator[Event]:
     state = _State(session)
     try:
+        if model is None and registry.role_config("chat").provider == "local":
+            yield from _wait_turn(session, cancelled, held)
         model = model or registry.chat_model()
-        yield from _answer(session, state, model, cancelled)
+        for event in _answer(session, state, model, cancelled):
+            session.progress = time.perf_counter()
+            yield event
     except Cancelled:
         state.error = "cancelled"
         _save(session, state)
@@ -167,7 +201,7 @@ def run(
         yield {
             "type": "error",
             "code": "timeout",
-            "message": _("The answer took longer than %(seconds)d seconds and was stopped.")
+            "message": _("The answer made no progress for %(seconds)d seconds and was stopped.")
             % {"seconds": settings.ANSWER_TIMEOUT},
         }
         return
@@ -213,12 +247,12 @@ class _State:
 
 def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callable[[], bool]) -> Iterator[Event]:
     question = session.question
-    deadline = session.started + settings.ANSWER_TIMEOUT
 
     def check() -> None:
         if cancelled():
             raise Cancelled
-        if time.perf_counter() > deadline:
+        # Stalled, not slow: a queue of answers waiting for one local model still moves.
+        if time.perf_counter() - session.progress > settings.ANSWER_TIMEOUT:
             raise TimeoutError
 
     state.route = router.route(model, question, session.history)

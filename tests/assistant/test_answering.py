@@ -376,3 +376,34 @@ def test_a_clause_that_quotes_a_passage_without_citing_it_is_attributed(policies
         answer_events(start(alice, "Falcon 的保修期"), model=ScriptedChat(answer="这是一个完全无关的句子，没有依据。"))
     )
     assert unrelated["citations"] == []
+
+
+def test_answers_wait_their_turn_for_the_local_model_and_can_be_cancelled_while_queued(policies, alice, monkeypatch):
+    from assistant.answering import pipeline
+
+    monkeypatch.setattr(pipeline.registry, "chat_model", lambda: ScriptedChat(answer="十天 [1]。"))
+    assert pipeline.registry.role_config("chat").provider == "local"
+    turn = pipeline._LOCAL_MODEL
+
+    def ask(on_queued) -> list[dict]:
+        assert turn.acquire(blocking=False)  # another answer has the model
+        events = []
+        cancel = {"now": False}
+        for event in answer_events(start(alice, "年假有几天？"), cancelled=lambda: cancel["now"]):
+            events.append(event)
+            if event["type"] == "queued":
+                on_queued(cancel)
+        return events
+
+    events = ask(lambda cancel: turn.release())  # the other answer ends
+    assert [event["type"] for event in events][:2] == ["started", "queued"]
+    assert events[-1]["type"] == "done"
+    assert events[-1]["cancelled"] is False
+    assert "queued" in events[-1]["timings"]
+
+    events = ask(lambda cancel: cancel.update(now=True))  # the user gives up while waiting
+    assert [event["type"] for event in events] == ["started", "queued", "done"]
+    assert events[-1]["cancelled"] is True
+    turn.release()  # the other answer ends
+    assert turn.acquire(blocking=False)  # the cancelled one did not keep a turn
+    turn.release()
