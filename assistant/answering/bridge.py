@@ -5,8 +5,6 @@ as they come, with a flag the pipeline checks to stop early."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,24 +18,14 @@ _END = object()
 # Answers run side by side, each in its own thread with its own database connection, in a
 # pool of their own: long answers must not take the threads that short sync calls need.
 ANSWERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="answer")
-ANSWER_NICENESS = 5
 
 
 def _with_connection(work: Callable[[], None]) -> None:
-    _lower_priority()
     close_old_connections()
     try:
         work()
     finally:
         connection.close()
-
-
-def _lower_priority() -> None:
-    """Answer threads (and the model threads they start) yield the CPU to the event loop, so
-    that sockets still get their first event at once while a local model computes. Linux
-    keeps a nice value per thread."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed: normal priority
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ANSWER_NICENESS)
 
 
 async def events_in_thread(

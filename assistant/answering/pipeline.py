@@ -182,8 +182,8 @@ def _run(
             yield event
     except Cancelled:
         state.error = "cancelled"
-        _save(session, state)
-        yield {"type": "done", "cancelled": True, **state.ids(), "timings": session.timings}
+        stopped = _save(session, state)
+        yield {"type": "done", "cancelled": True, **state.ids(stopped), "timings": session.timings}
         return
     except ProviderError as exc:
         log.warning("Answer failed: %s", exc)
