@@ -17,13 +17,18 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
+# Each term's highest count and count / length only grow (counting out leaves them as they
+# are): upper bounds of its BM25 contribution, which is all the lexical channel needs.
 ADD_TERMS = """
-INSERT INTO knowledge_termstat (index_version_id, term, df)
-SELECT c.index_version_id, t.term, %(sign)s * count(*)
-FROM knowledge_chunk c CROSS JOIN LATERAL jsonb_object_keys(c.terms) AS t(term)
+INSERT INTO knowledge_termstat (index_version_id, term, df, max_tf, max_tf_share)
+SELECT c.index_version_id, t.term, %(sign)s * count(*), max(t.tf::int), max(t.tf::float / greatest(c.length, 1))
+FROM knowledge_chunk c CROSS JOIN LATERAL jsonb_each_text(c.terms) AS t(term, tf)
 WHERE c.index_version_id = %(version)s AND c.document_id = ANY(%(documents)s)
 GROUP BY c.index_version_id, t.term
-ON CONFLICT (index_version_id, term) DO UPDATE SET df = knowledge_termstat.df + EXCLUDED.df
+ON CONFLICT (index_version_id, term) DO UPDATE SET
+    df = knowledge_termstat.df + EXCLUDED.df,
+    max_tf = greatest(knowledge_termstat.max_tf, EXCLUDED.max_tf),
+    max_tf_share = greatest(knowledge_termstat.max_tf_share, EXCLUDED.max_tf_share)
 """
 ADD_TOTALS = """
 UPDATE knowledge_indexversion v

@@ -16,6 +16,7 @@ names that must match literally, and jieba already splits compounds.
 from __future__ import annotations
 
 import math
+from itertools import combinations
 
 from django.conf import settings
 from django.db import connection
@@ -34,8 +35,10 @@ idf AS MATERIALIZED (
     FROM knowledge_termstat s JOIN versions v ON v.id = s.index_version_id
     WHERE s.term = ANY(%s)
 ),
+-- `|| '{{}}'`: the stored terms are compressed; the candidates keep them decompressed once,
+-- not once per query term read.
 candidates AS MATERIALIZED (
-    SELECT c.id, c.index_version_id, c.length, c.terms
+    SELECT c.id, c.index_version_id, c.length, c.terms || '{{}}'::jsonb AS terms
     FROM knowledge_chunk c
     WHERE {match} AND c.searchable AND c.index_version_id = ANY(ARRAY(SELECT id FROM versions))
 )
@@ -57,32 +60,39 @@ def query_terms(query: str) -> list[str]:
 
 
 STATS = """
-SELECT s.term, s.df, v.chunk_count FROM knowledge_termstat s
+SELECT s.term, s.df, v.chunk_count, v.total_length, s.max_tf, s.max_tf_share FROM knowledge_termstat s
 JOIN knowledge_indexversion v ON v.id = s.index_version_id
 WHERE s.index_version_id IN ({scope}) AND v.chunk_count > 0 AND s.term = ANY(%s)
 """
-COMMON_SHARE = 0.05  # a term in more than this share of the chunks searched is "common"
+MAX_SETS = 24  # more term sets than this to read: read the chunks holding any needed term
+MAX_TERMS = 12  # and so with more query terms than this (2^n sets to try)
+MARGIN = 1 + 1e-9  # bounds a little above the true ones, so that float rounding never prunes
 
-# Candidates come from the GIN index on the terms (`?|`), which lists matching chunks of every
+# Candidates come from the GIN index on the terms, which lists matching chunks of every
 # version in the database, or, for a small scope, from the scope's own chunks read by version
 # with the same test as a function the planner cannot give to the GIN index: over one
 # collection of 2,000 chunks in a 100k-chunk database that took p95 219 -> 38 ms, but five
-# collections were slower than the GIN index (bench/retrieval.py).
+# collections were slower than the GIN index (bench/retrieval.py). A candidate holds all the
+# terms of one of the term sets asked for.
 SCAN_CHUNKS = 5000
-BY_INDEX, BY_VERSION = "c.terms ?| %s", "jsonb_exists_any(c.terms, %s)"
+ANY_BY_INDEX, ANY_BY_VERSION = "c.terms ?| %s", "jsonb_exists_any(c.terms, %s)"
 ALL_BY_INDEX, ALL_BY_VERSION = "c.terms ?& %s", "jsonb_exists_all(c.terms, %s)"
+
+TermSets = list[frozenset[str]]
 
 
 def search_lexical(scope: Scope, query: str, k: int) -> list[tuple[int, float]]:
     """(chunk id, BM25 score), best first, at most k.
 
-    Exact top k, read cheaply (MaxScore): candidates are first the chunks holding a rare
-    query term. A chunk holding none of the terms left out scores less than the sum of their
-    idfs (each term's tf part is below 1), so once the k-th candidate scores more than that,
-    nothing was missed. Otherwise the search runs once more with as few of the left-out
-    terms, rarest first, as that k-th score allows to leave out: more candidates can only
-    raise the k-th score, so that second run is exact. With no rare term, the first run reads
-    the chunks holding every query term instead."""
+    Exact top k, read cheaply (MaxScore): each term has an upper bound on what it adds to a
+    chunk's score (its idf times the best tf part its counts and chunk lengths allow, from
+    the statistics). Candidates are first the chunks holding every query term or the rarest
+    one. A chunk whose terms' bounds sum to less than the k-th score found cannot be in the
+    top k; if some other chunk could be, the search runs once more over the chunks holding
+    one of the smallest term sets whose bounds reach that k-th score (a few GIN list
+    intersections). More candidates can only raise the k-th score, so that second run is
+    exact. Over 100k chunks and 50 collections: lexical p95 363 -> 128 ms (bench/retrieval.py);
+    queries of common terms that always come together (负责人 and 负责, 责人) stay slow."""
     wanted = query_terms(query)
     if not wanted or not scope.versions:
         return []
@@ -91,52 +101,68 @@ def search_lexical(scope: Scope, query: str, k: int) -> list[tuple[int, float]]:
         stats = cursor.fetchall()
     if not stats:
         return []
+    k1, b = settings.BM25_K1, settings.BM25_B
     chunks = sum(version.chunk_count for version in scope.versions)
     df: dict[str, int] = {}
     bound: dict[str, float] = {}
-    for term, count, n in stats:
+    for term, count, n, length, max_tf, max_share in stats:
         df[term] = df.get(term, 0) + count
-        bound[term] = max(bound.get(term, 0.0), math.log(1 + (n - count + 0.5) / (count + 0.5)))
+        idf = math.log(1 + (n - count + 0.5) / (count + 0.5))
+        bound[term] = max(bound.get(term, 0.0), idf * tf_bound(max_tf, max_share, length / n, k1, b) * MARGIN)
     order = sorted(df, key=lambda term: (df[term], term))  # rarest first
-    rare = sum(df[term] <= COMMON_SHARE * max(chunks, 1) for term in order)
     small = chunks <= SCAN_CHUNKS
-    match = BY_VERSION if small else BY_INDEX
-    if rare == 0 and len(order) > 1:
-        # Only common terms: the chunks holding all of them (few, and found by intersecting
-        # the GIN lists) give a k-th score to start from, as the rare terms' chunks would.
-        probe = _run(scope, ALL_BY_VERSION if small else ALL_BY_INDEX, sorted(df), order, k)
-        return _rest(scope, match, sorted(df), order, bound, 0, probe, k)
-    size = rare if 0 < rare < len(order) else len(order)
-    found = _run(scope, match, sorted(df), order[:size], k)
-    return _rest(scope, match, sorted(df), order, bound, size, found, k)
-
-
-def _rest(
-    scope: Scope,
-    match: str,
-    scored: list[str],
-    order: list[str],
-    bound: dict[str, float],
-    size: int,
-    found: list[tuple[int, float]],
-    k: int,
-) -> list[tuple[int, float]]:
-    """The exact top k, given `found`: the top k of some chunks, holding the first `size`
-    terms of `order` or more. The terms whose bounds together stay under its k-th score can
-    be left out of the candidates; the others are read (once, and only when needed)."""
-    if size == len(order):
-        return found
+    # The chunks holding every term (few: the GIN lists intersected) or the rarest one give
+    # a k-th score to start from.
+    first = [frozenset(order), frozenset(order[:1])] if len(order) > 1 else [frozenset(order)]
+    found = _run(scope, small, sorted(df), first, k)
     kth = found[-1][1] if len(found) == k else 0.0  # fewer than k: any chunk may enter
-    left_out = (n for n in range(max(size, 1), len(order)) if sum(bound[term] for term in order[n:]) < kth)
-    needed = next(left_out, len(order))
-    if needed == size:
-        return found
-    return _run(scope, match, scored, order[:needed], k)
+    needed = _needed(order, bound, kth)
+    if all(any(read <= held for read in first) for held in needed):
+        return found  # every chunk that could enter was read
+    return _run(scope, small, sorted(df), needed, k)
 
 
-def _run(scope: Scope, match: str, scored: list[str], candidates: list[str], k: int) -> list[tuple[int, float]]:
+def tf_bound(max_tf: int, max_share: float, avgdl: float, k1: float, b: float) -> float:
+    """The largest tf / (tf + k1 · (1 − b + b · |d| / avgdl)) over chunks where the term's
+    count is at most max_tf and count / |d| at most max_share; 1 where those are unknown."""
+    if max_tf <= 0 or max_share <= 0:
+        return 1.0
+    return 1 / (1 + k1 * (1 - b) / max_tf + k1 * b / (max_share * avgdl))
+
+
+def _needed(order: list[str], bound: dict[str, float], kth: float) -> TermSets:
+    """The smallest sets of terms whose bounds reach `kth`: a chunk holding none of them
+    scores less. With too many terms or sets, one set per term that must be read (the rarest
+    first, until the bounds of those left out stay under `kth`)."""
+    sets = _smallest_sets(order, bound, kth) if len(order) <= MAX_TERMS else None
+    if sets is not None:
+        return sets
+    left_out = (n for n in range(1, len(order)) if sum(bound[term] for term in order[n:]) < kth)
+    return [frozenset([term]) for term in order[: next(left_out, len(order))]]
+
+
+def _smallest_sets(order: list[str], bound: dict[str, float], kth: float) -> TermSets | None:
+    sets: TermSets = []
+    for size in range(1, len(order) + 1):
+        for terms_ in combinations(order, size):
+            held = frozenset(terms_)
+            if sum(bound[term] for term in held) >= kth and not any(known <= held for known in sets):
+                sets.append(held)
+                if len(sets) > MAX_SETS:
+                    return None
+    return sets
+
+
+def _run(scope: Scope, small: bool, scored: list[str], candidates: TermSets, k: int) -> list[tuple[int, float]]:
+    """The top k of the chunks holding every term of one of the `candidates` sets (the sets
+    of one term in one test: each test reads each candidate's terms again)."""
+    single = sorted(term for held in candidates if len(held) == 1 for term in held)
+    several = [sorted(held) for held in candidates if len(held) > 1]
+    tests = ([ANY_BY_VERSION if small else ANY_BY_INDEX] if single else []) + [
+        ALL_BY_VERSION if small else ALL_BY_INDEX
+    ] * len(several)
     k1, b = settings.BM25_K1, settings.BM25_B
     with connection.cursor() as cursor:
-        sql = QUERY.format(scope=scope.sql, match=match)
-        cursor.execute(sql, [*scope.params, scored, candidates, k1, b, b, k])
+        sql = QUERY.format(scope=scope.sql, match="(" + " OR ".join(tests) + ")")
+        cursor.execute(sql, [*scope.params, scored, *([single] if single else []), *several, k1, b, b, k])
         return [(int(pk), float(score)) for pk, score in cursor.fetchall()]

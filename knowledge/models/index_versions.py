@@ -46,11 +46,16 @@ class IndexVersion(models.Model):
 
 class TermStat(models.Model):
     """How many searchable chunks of a version contain a term (its document frequency), kept
-    up to date as documents become searchable or stop being so: BM25's idf."""
+    up to date as documents become searchable or stop being so: BM25's idf. With the term's
+    highest count in a chunk and highest count / chunk length: together they bound the
+    term's BM25 contribution to any chunk (assistant/retrieval/lexical.py). They only grow:
+    once a document is counted out they may overstate, which keeps them upper bounds."""
 
     index_version = models.ForeignKey(IndexVersion, on_delete=models.CASCADE, related_name="+")
     term = models.TextField()
     df = models.IntegerField(default=0)
+    max_tf = models.IntegerField(default=0)  # 0: not known, the bound is the idf alone
+    max_tf_share = models.FloatField(default=0.0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["index_version", "term"], name="term_stat_unique")]

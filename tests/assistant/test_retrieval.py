@@ -238,11 +238,40 @@ def test_reading_rare_terms_first_gives_the_exact_top_k(corpus, alice, monkeypat
     scope = scope_for(alice)
     for query in ("employees leave 年假 员工", "报销 工资 每月", "sick leave doctor"):
         pruned = search_lexical(scope, query, k=2)
-        monkeypatch.setattr(lexical, "COMMON_SHARE", 1.0)  # every term rare: no pruning
-        exhaustive = search_lexical(scope, query, k=2)
-        monkeypatch.setattr(lexical, "COMMON_SHARE", 0.0)  # every term common: one full run
+        exhaustive = search_lexical(scope, query, k=1000)[:2]  # fewer than k: every chunk read
+        monkeypatch.setattr(lexical, "MAX_TERMS", 0)  # one set per term that must be read
         assert pruned == exhaustive == search_lexical(scope, query, k=2)
-        monkeypatch.setattr(lexical, "COMMON_SHARE", 0.05)
+        monkeypatch.setattr(lexical, "MAX_TERMS", 12)
+
+
+def test_term_bounds_are_upper_bounds_that_prune_exactly(corpus, alice, monkeypatch, settings):
+    from assistant.retrieval import lexical
+    from ingestion import stats
+
+    version = IndexVersion.objects.get(pk=corpus.active_version_id)
+    chunks = list(Chunk.objects.filter(index_version=version))
+    avgdl = version.total_length / version.chunk_count
+    k1, b = settings.BM25_K1, settings.BM25_B
+    for stat in TermStat.objects.filter(index_version=version):
+        held = [(chunk.terms[stat.term], chunk.length) for chunk in chunks if stat.term in chunk.terms]
+        assert stat.max_tf == max(tf for tf, _ in held)
+        assert stat.max_tf_share == pytest.approx(max(tf / length for tf, length in held))
+        best = max(tf / (tf + k1 * (1 - b + b * length / avgdl)) for tf, length in held)
+        assert best <= lexical.tf_bound(stat.max_tf, stat.max_tf_share, avgdl, k1, b) * lexical.MARGIN
+    # Counting a document out leaves the bounds as they were: still upper bounds.
+    before = dict(TermStat.objects.filter(index_version=version).values_list("term", "max_tf"))
+    stats.add_document(version.pk, corpus.documents.get(rel_path="payroll.md").pk, -1)
+    after = dict(TermStat.objects.filter(index_version=version).values_list("term", "max_tf"))
+    assert after
+    assert all(after[term] == before[term] for term in after)
+    stats.add_document(version.pk, corpus.documents.get(rel_path="payroll.md").pk, 1)
+    scope = scope_for(alice)
+    for query in ("employees leave 年假 员工", "报销 工资 每月 14号", "sick leave doctor note", "taxi 北京 住宿标准"):
+        pruned = search_lexical(scope, query, k=2)
+        assert pruned == search_lexical(scope, query, k=1000)[:2], query  # fewer than k: every chunk read
+        monkeypatch.setattr(lexical, "MAX_SETS", 0)  # one set per needed term
+        assert pruned == search_lexical(scope, query, k=2), query
+        monkeypatch.setattr(lexical, "MAX_SETS", 24)
 
 
 def test_the_global_index_serves_many_versions_and_keeps_access(corpus, alice, charlie, monkeypatch):
