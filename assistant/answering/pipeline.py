@@ -18,7 +18,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.http import Http404
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
@@ -33,7 +32,7 @@ from assistant.retrieval.fusion import media_intent
 from assistant.retrieval.scope import Scope, scope_for
 from assistant.retrieval.search import search
 from assistant.retrieval.types import Hit
-from knowledge.access import access_collection
+from knowledge.models import Collection
 from portal.typing import AnyUser
 
 log = logging.getLogger(__name__)
@@ -94,21 +93,24 @@ def start(
             raise AskError("not_found", _("That conversation does not exist."))
         if collection_ids is None:
             collection_ids = list(conversation.collections.values_list("pk", flat=True)) or None
-    for collection_id in collection_ids or ():
-        try:
-            access_collection(user, collection_id)
-        except Http404:
-            raise AskError(
-                "not_found", _("Collection %(id)s does not exist or you cannot see it.") % {"id": collection_id}
-            ) from None
+    if collection_ids:  # one query for all of them: what the user cannot see does not exist
+        visible = set(Collection.objects.visible_to(user).filter(pk__in=collection_ids).values_list("pk", flat=True))
+        for collection_id in collection_ids:
+            if collection_id not in visible:
+                raise AskError(
+                    "not_found", _("Collection %(id)s does not exist or you cannot see it.") % {"id": collection_id}
+                )
     scope = scope_for(user, collection_ids)
     with transaction.atomic():
-        if conversation is None:
+        if conversation is None:  # few queries: the first event waits for these
             conversation = Conversation.objects.create(user=user, title=question[:80])  # type: ignore[misc]
-        history = _history(conversation)
-        conversation.collections.set(collection_ids or [])
+            conversation.collections.add(*(collection_ids or []))
+            history: tuple[Turn, ...] = ()
+        else:
+            history = _history(conversation)
+            conversation.collections.set(collection_ids or [])
+            conversation.save(update_fields=["updated_at"])
         message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=question)
-        conversation.save(update_fields=["updated_at"])
     return Session(user, question, conversation, message, scope, history, started=started)
 
 
