@@ -20,6 +20,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 OUT = ROOT / "bench" / "results"
+LOG = Path(tempfile.gettempdir()) / "portal-bench-chat-daphne.log"
 
 # (strategy, [questions asked in one conversation]; the last one is measured)
 CASES = [
@@ -107,7 +109,7 @@ class Web:
             if http_ok(f"http://127.0.0.1:{self.port}/healthz"):  # 503 without a worker: still up
                 return self.port
             time.sleep(0.3)
-        raise SystemExit("daphne did not start; see bench/results/chat-daphne.log")
+        raise SystemExit(f"daphne did not start; see {LOG}")
 
     def __exit__(self, *exc: object) -> None:
         self.proc.terminate()
@@ -190,6 +192,8 @@ def report(results: dict[str, Any]) -> None:
     print(f"\nchat model: {figures['model']}")
     for strategy in dict.fromkeys(case for case, _ in CASES):
         rows = [row for row in results["cases"] if row["case"] == strategy]
+        if not rows:  # --repeat 0: only the concurrent run
+            continue
         figures["strategies"][strategy] = {
             key: summary([row[key] for row in rows]) for key in ("first_event_ms", "first_token_ms", "total_ms")
         } | {"routed_as_expected": sum(row["strategy"] == strategy for row in rows), "asked": len(rows)}
@@ -241,7 +245,8 @@ def plot(figures: dict[str, Any]) -> None:
         right.bar([x + offset for x in xs], heights, width, label=label)
     right.set_xticks(list(xs), strategies)
     right.set_ylabel("s")
-    right.set_title(f"answer time (median), {figures['model']}")
+    right.set_title("answer time (median)")
+    fig.suptitle(f"chat model: {figures['model']}")
     right.legend()
     fig.tight_layout()
     fig.savefig(OUT / "chat.png", dpi=110)
