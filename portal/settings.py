@@ -259,9 +259,10 @@ MEDIA_MIN_SCORE = env_float("PORTAL_MEDIA_MIN_SCORE", 0.5)
 MAX_QUERY_CHARS = env_int("PORTAL_MAX_QUERY_CHARS", 2000, minimum=10)
 # Answering (assistant/answering): passages given to the chat model and their total size
 # (the local model has a 4k-token context), the answer's length, how long an answer may go
-# without progress (no event: a stalled model, not a queue), earlier turns given to the router and rewriter, steps in a multi-step plan, how the
-# strategy is chosen ("model": the chat model, with rules when its output is unusable;
-# "rules" only), and questions per user per minute (websocket and HTTP together).
+# without progress (no event: a stalled model, not a queue), earlier turns given to the
+# router and rewriter, steps in a multi-step plan, how the strategy is chosen ("model":
+# the chat model, with rules when its output is unusable; "rules" only), and questions per
+# user per minute (websocket and HTTP together).
 ANSWER_SOURCES = env_int("PORTAL_ANSWER_SOURCES", 6, minimum=1)
 ANSWER_CONTEXT_CHARS = env_int("PORTAL_ANSWER_CONTEXT_CHARS", 3000, minimum=200)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
