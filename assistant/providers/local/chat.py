@@ -18,6 +18,10 @@ from assistant.providers.local.model_files import QWEN_CHAT_1_5B, ensure_model
 
 # Prompt + answer budget; more costs memory (the KV cache) on a small machine.
 CONTEXT_TOKENS = 4096
+# Model states kept after each call, so that the next prompt with the same beginning (the
+# router's instructions, the answer's) is not read again: about 5 s less per question on
+# 2 cores. Least recently used states go first.
+PROMPT_CACHE_BYTES = 512 << 20
 
 
 class LocalChatModel:
@@ -50,6 +54,9 @@ class LocalChatModel:
                 )
             except ValueError as exc:  # llama.cpp refused the file
                 raise ProviderError("chat", "local", f"cannot load {path}: {exc}") from exc
+            from llama_cpp import LlamaRAMCache
+
+            self._llm.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
         return self._llm
 
     def _too_long(self, messages: Sequence[ChatMessage], max_tokens: int) -> None:
