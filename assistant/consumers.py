@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     answering: asyncio.Task[None] | None = None
     cancel: threading.Event | None = None
+    # From `ask` until the answer's last event is sent; the task may still be tidying up
+    # after that, but the client may already ask again.
+    busy = False
 
     async def connect(self) -> None:
         await self.accept()  # then close with a code the client can read (see CollectionEventsConsumer)
@@ -64,7 +67,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._error("invalid", _("Unknown message type; send ask, cancel or ping."))
 
     async def _ask(self, content: dict[str, Any]) -> None:
-        if self.answering is not None and not self.answering.done():
+        if self.busy:
             await self._error("busy", _("An answer is still being written; wait for it or cancel it."))
             return
         question, collections, conversation = (
@@ -89,6 +92,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         except AskError as exc:
             await self._error(exc.code, exc.message)
             return
+        self.busy = True
         await self.send_json(started(session))
         self.cancel = threading.Event()
         self.answering = asyncio.ensure_future(self._stream(session, self.cancel))
@@ -96,10 +100,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _stream(self, session: Session, cancel: threading.Event) -> None:
         try:
             async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), cancel):
+                if event["type"] in ("done", "error"):
+                    self.busy = False  # before it is sent: the client may answer it with a new ask
                 await self.send_json(event)
         except Exception:
             log.exception("Answer stream failed")
+            self.busy = False
             await self._error("internal", _("Something went wrong while answering; the error is in the portal's log."))
+        finally:
+            self.busy = False
 
     async def _error(self, code: str, message: str) -> None:
         await self.send_json({"type": "error", "code": code, "message": message})

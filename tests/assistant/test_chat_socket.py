@@ -290,3 +290,33 @@ def test_ask_refuses_bad_input_invisible_collections_and_too_many_questions(web,
     statuses = [post_ask(web, key, {"question": "年假有几天？"})[0] for _ in range(RATE)]
     assert statuses[-1] == 429  # the refused question above counted too
     assert set(statuses[:-1]) == {200}
+
+
+def test_the_next_question_is_taken_as_soon_as_done_arrives(alice, monkeypatch):
+    # The answer's thread still tidies up after `done`: a client that asks at once must not get "busy".
+    from channels.testing import WebsocketCommunicator
+
+    from assistant import consumers
+
+    async def slow_to_tidy_up(produce, cancel):
+        yield {"type": "done", "cancelled": False}
+        await asyncio.sleep(1)
+
+    monkeypatch.setattr(consumers, "events_in_thread", slow_to_tidy_up)
+    # The socket's own logic only: no database work in the consumer's threads.
+    monkeypatch.setattr(consumers, "allow_question", lambda user_id: True)
+    monkeypatch.setattr(consumers, "start", lambda user, question, **kwargs: object())
+    monkeypatch.setattr(consumers, "started", lambda session: {"type": "started"})
+
+    async def scenario() -> list[str]:
+        communicator = WebsocketCommunicator(consumers.ChatConsumer.as_asgi(), "/ws/chat/")
+        communicator.scope["user"] = alice
+        await communicator.connect()
+        kinds = []
+        for _ in range(2):
+            await communicator.send_json_to({"type": "ask", "question": "年假有几天？", "collections": None})
+            kinds += [(await communicator.receive_json_from(timeout=10))["type"] for _ in range(2)]
+        await communicator.disconnect()
+        return kinds
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 30)) == ["started", "done", "started", "done"]
