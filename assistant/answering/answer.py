@@ -20,8 +20,8 @@ CITATION = re.compile(r"[\[【]\s*(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\s*[\]】]
 
 
 def sources_of(hits: Sequence[Hit]) -> tuple[Source, ...]:
-    chosen = _unique(hits)[: settings.ANSWER_SOURCES]
-    return tuple(Source(number, hit) for number, hit in enumerate(chosen, start=1))
+    """The best hits as [1], [2]...; search() returns each chunk once (fusion is by chunk id)."""
+    return tuple(Source(number, hit) for number, hit in enumerate(hits[: settings.ANSWER_SOURCES], start=1))
 
 
 def sources_of_steps(evidence: Sequence[StepEvidence]) -> tuple[Source, ...]:
@@ -40,16 +40,6 @@ def sources_of_steps(evidence: Sequence[StepEvidence]) -> tuple[Source, ...]:
                     taken[step.number].append(hit)
     ordered = [(number, hit) for number, hits in taken.items() for hit in hits]
     return tuple(Source(index, hit, number) for index, (number, hit) in enumerate(ordered, start=1))
-
-
-def _unique(hits: Sequence[Hit]) -> list[Hit]:
-    seen: set[int] = set()
-    unique = []
-    for hit in hits:
-        if hit.chunk_id not in seen:
-            seen.add(hit.chunk_id)
-            unique.append(hit)
-    return unique
 
 
 def place(hit: Hit, language: Language) -> str:
