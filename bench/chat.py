@@ -67,11 +67,9 @@ def main() -> None:
 def prepare(count: int) -> tuple[list[Any], list[str], Any]:
     from django.contrib.auth import get_user_model
 
-    from assistant.providers import registry
-    from ingestion.pipeline import claim, ingest_document
     from knowledge import actions
     from knowledge.models import Role
-    from tests.assistant.chat_files import PRODUCTS, policy_pdf
+    from tests.assistant.chat_files import files, ingest_files
 
     model = get_user_model()
     stamp = f"{time.time():.0f}"
@@ -82,12 +80,7 @@ def prepare(count: int) -> tuple[list[Any], list[str], Any]:
     for user in users[1:]:
         actions.do_add_member(team, user, Role.VIEWER)
     target = actions.do_create_collection(users[0], f"bench chat {stamp}", team=team)
-    files = {"policy.pdf": policy_pdf(), **{name: text.encode() for name, text in PRODUCTS.items()}}
-    for name, data in files.items():
-        _document, run = actions.do_add_document(target, name, data, enqueue=False)
-        assert run is not None
-        assert claim(run)
-        ingest_document(run, registry.text_embedder())
+    ingest_files(target, files())
     keys = [actions.do_create_token(user, "bench")[1] for user in users]
     return users, keys, target
 

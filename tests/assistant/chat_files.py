@@ -31,6 +31,26 @@ PRODUCTS = {
 }
 
 
+def files() -> dict[str, bytes]:
+    """All of them, by name, as uploaded."""
+    return {"policy.pdf": policy_pdf(), **{name: text.encode() for name, text in PRODUCTS.items()}}
+
+
+def ingest_files(collection, files: dict[str, bytes]) -> None:
+    """Upload and index here, with the configured embedder (no Celery worker needed)."""
+    from assistant.providers import registry
+    from ingestion.pipeline import claim, ingest_document
+    from knowledge import actions
+
+    for name, data in files.items():
+        _document, run = actions.do_add_document(collection, name, data, enqueue=False)
+        assert run is not None
+        assert claim(run)
+        ingest_document(run, registry.text_embedder())
+        run.refresh_from_db()
+        assert run.status == "succeeded", run.error
+
+
 def policy_pdf() -> bytes:
     import pymupdf
 

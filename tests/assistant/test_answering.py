@@ -16,12 +16,8 @@ from assistant.answering import planner, prompts, router
 from assistant.answering.pipeline import AskError, answer_events, collect, start
 from assistant.answering.types import Turn
 from assistant.models import Conversation, Message
-from assistant.providers import registry
 from assistant.providers.base import ChatMessage, ChatResult
-from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
 from knowledge.models import Chunk
-from tests.assistant.chat_files import PRODUCTS, policy_pdf
 from tests.conftest import make_collection
 
 LEAVE = (Turn("年假有几天？", "入职满一年的员工每年享有十天带薪年假 [1]。"),)
@@ -70,23 +66,6 @@ class ScriptedChat:
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-
-
-@pytest.fixture
-def policies(db, private_collection):
-    ingest_files(private_collection, {"policy.pdf": policy_pdf(), **{k: v.encode() for k, v in PRODUCTS.items()}})
-    private_collection.refresh_from_db()
-    return private_collection
-
-
-def ingest_files(collection, files: dict[str, bytes]) -> None:
-    for name, data in files.items():
-        _document, ingest_run = actions.do_add_document(collection, name, data, enqueue=False)
-        assert ingest_run is not None
-        assert claim(ingest_run)
-        ingest_document(ingest_run, registry.text_embedder())
-        ingest_run.refresh_from_db()
-        assert ingest_run.status == "succeeded", ingest_run.error
 
 
 # -- router ---------------------------------------------------------------------------------

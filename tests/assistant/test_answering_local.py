@@ -13,8 +13,7 @@ from django.core.management import call_command
 from assistant.answering import router
 from assistant.answering.pipeline import answer_events, collect, start
 from assistant.providers import registry
-from tests.assistant.chat_files import PRODUCTS, policy_pdf
-from tests.assistant.test_answering import LEAVE, LEAVE_EN, ROUTE_CASES, ingest_files
+from tests.assistant.test_answering import LEAVE, LEAVE_EN, ROUTE_CASES
 
 pytestmark = pytest.mark.django_db
 
@@ -22,12 +21,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-
-
-@pytest.fixture
-def policies(private_collection):
-    ingest_files(private_collection, {"policy.pdf": policy_pdf(), **{k: v.encode() for k, v in PRODUCTS.items()}})
-    return private_collection
 
 
 def test_the_local_model_routes_labelled_questions():

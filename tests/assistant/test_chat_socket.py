@@ -18,8 +18,6 @@ import websockets
 from assistant.answering import prompts
 from assistant.models import Conversation, Message
 from portal.supervisor import web_command
-from tests.assistant.chat_files import PRODUCTS, policy_pdf
-from tests.assistant.test_answering import ingest_files
 from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import token_for
 from tests.portal.test_stack import _session_cookie
@@ -71,12 +69,6 @@ def web(django_db_setup, wire, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-
-
-@pytest.fixture
-def policies(private_collection):
-    ingest_files(private_collection, {"policy.pdf": policy_pdf(), **{k: v.encode() for k, v in PRODUCTS.items()}})
-    return private_collection
 
 
 def headers(web: int, user) -> dict[str, str]:
