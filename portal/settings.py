@@ -271,6 +271,18 @@ HISTORY_TURNS = env_int("PORTAL_HISTORY_TURNS", 3, minimum=0)
 PLAN_MAX_STEPS = env_int("PORTAL_PLAN_MAX_STEPS", 4, minimum=2)
 ROUTER = env_choice("PORTAL_ROUTER", "model", ("model", "rules"))
 ASK_RATE_PER_MINUTE = env_int("PORTAL_ASK_RATE_PER_MINUTE", 20, minimum=1)
+# Per-user memory (assistant/memory, mem0): on or off, how many of the user's memories are
+# searched for each question and given to the chat model, the least dense similarity (cosine,
+# 0-1) for a memory that shares no word with the question to count as about it (0.9 suits the
+# local e5 model; shared words always count), and the extraction's answer length. mem0's
+# history database (its change log of each memory) lives in MEM0_DIR; the memories
+# themselves are in PostgreSQL, table MEMORY_TABLE.
+MEMORY_ENABLED = env_bool("PORTAL_MEMORY", True)
+MEMORY_SEARCH_LIMIT = env_int("PORTAL_MEMORY_SEARCH_LIMIT", 5, minimum=1)
+MEMORY_MIN_SCORE = env_float("PORTAL_MEMORY_MIN_SCORE", 0.9, minimum=0.0)
+MEMORY_MAX_TOKENS = env_int("PORTAL_MEMORY_MAX_TOKENS", 300, minimum=32)
+MEMORY_TABLE = "memory_mem0"
+MEM0_DIR = Path(env_str("MEM0_DIR") or VAR_DIR / "mem0").resolve()
 # Retired index versions kept for rollback, per collection.
 KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
 
@@ -298,7 +310,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
-# Nothing phones home, and no library fetches weights from a hub at run time.
-os.environ.setdefault("MEM0_TELEMETRY", "False")
+# Nothing phones home, and no library fetches weights from a hub at run time. mem0 reads
+# these when it is imported, which is always after the settings.
+os.environ["MEM0_TELEMETRY"] = "False"
+os.environ["MEM0_DIR"] = str(MEM0_DIR)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

@@ -26,6 +26,15 @@ def make_collection(owner, name: str = "Handbook", team: Team | None = None) -> 
     return actions.do_create_collection(owner, name, team=team)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _memory_connections_closed(django_db_setup, django_db_blocker):
+    """mem0 keeps its own connection pool: close it before the test database is dropped."""
+    yield
+    from assistant.memory import service
+
+    service.close()
+
+
 @pytest.fixture
 def alice(db):
     return make_user("alice")

@@ -69,18 +69,29 @@ def messages(
     sources: Sequence[Source],
     language: Language,
     steps: Sequence[StepEvidence] = (),
+    memories: Sequence[str] = (),
 ) -> list[ChatMessage]:
-    """The answer prompt: the passages as [n] (grouped by step in multi-step answers), then the question."""
+    """The answer prompt: what the portal remembers about the user, the passages as [n]
+    (grouped by step in multi-step answers), then the question."""
     budget = max(settings.ANSWER_CONTEXT_CHARS // max(len(sources), 1), 120)
-    lines = [f"{prompts.label(language, 'passages')}:"]
+    lines = []
+    if memories:
+        lines.append(f"{prompts.label(language, 'memories')}:")
+        lines.extend(f"- {' '.join(text.split())[:MEMORY_CHARS]}" for text in memories)
+        lines.append("")
+    lines.append(f"{prompts.label(language, 'passages')}:")
     for step in steps:
         lines.append(f"\n## {prompts.label(language, 'step')} {step.number}: {step.query}")
         lines.extend(_passage(source, language, budget) for source in sources if source.step == step.number)
     if not steps:
         lines.extend(_passage(source, language, budget) for source in sources)
+    if not sources:
+        lines.append(prompts.NO_PASSAGES[language])
     lines.append(f"\n{prompts.label(language, 'question')}: {question}")
-    lines.append(prompts.REMINDER[language])
+    lines.append(prompts.REMINDER[language] if sources else prompts.MEMORY_REMINDER[language])
     system = prompts.SUMMARIZE[language] if steps else prompts.ANSWER[language]
+    if memories:
+        system += "\n" + prompts.MEMORY_RULE[language]
     return [ChatMessage("system", system), ChatMessage("user", "\n".join(lines))]
 
 
@@ -107,6 +118,7 @@ def cited(text: str, count: int) -> tuple[int, ...]:
 # Clause ends; a citation right after the punctuation stays with its clause ("五年。[3]").
 CLAUSE_END = re.compile(r"(?<=[，。；！？,;!?\n])(?!\s*[\[【])")
 INFERRED_MIN_SHARE = 0.6
+MEMORY_CHARS = 300  # of one memory in the prompt
 
 
 def attributed(text: str, sources: Sequence[Source], cited_numbers: Sequence[int]) -> tuple[int, ...]:

@@ -25,6 +25,7 @@ from assistant.answering import planner, router
 from assistant.answering.language import Language, language_of
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
+from assistant.memory.service import MemoryItem, MemoryUnavailable, memories
 from assistant.models import Conversation, Message
 from assistant.providers import registry
 from assistant.providers.base import ChatModel, ProviderError
@@ -221,6 +222,7 @@ def _run(
     session.mark("total")
     message.timings = session.timings
     message.save(update_fields=["timings"])
+    _remember_later(message)
     yield {
         "type": "done",
         "cancelled": False,
@@ -241,6 +243,7 @@ class _State:
     abstain: bool = False
     citations: list[dict[str, Any]] = field(default_factory=list)
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    memories: list[MemoryItem] = field(default_factory=list)
     error: str = ""
 
     def ids(self, message: Message | None = None) -> dict[str, Any]:
@@ -266,6 +269,12 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         state.query = router.rewrite(model, question, session.history)
         session.mark("rewrite")
         yield {"type": "rewrite", "question": question, "query": state.query}
+        check()
+    recalled = _recall(session, state.query)
+    if recalled is not None:
+        state.memories = recalled
+        session.mark("memory")
+        yield {"type": "memory.used", "memories": [_memory(item) for item in recalled]}
         check()
     language = language_of(question)
     wants_media = media_intent(question)
@@ -294,7 +303,7 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     check()
     yield from _generate(session, state, model, sources, steps, language, check)
     used = answers.cited(state.text, len(sources))
-    state.abstain = not sources or answers.abstains(state.text, used)
+    state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
     inferred = () if state.abstain else answers.attributed(state.text, sources, used)
     by_number = {source.number: source for source in sources}
     state.citations = [answers.citation(by_number[number], language) for number in used] + [
@@ -316,12 +325,12 @@ def _generate(
     language: Language,
     check: Callable[[], None],
 ) -> Iterator[Event]:
-    if not sources:  # nothing to read: say so without asking the model to guess
+    if not sources and not state.memories:  # nothing to read: say so without asking the model to guess
         state.text = NO_ANSWER[language]
         session.mark("first_token")
         yield {"type": "answer.delta", "text": state.text}
         return
-    prompt = answers.messages(state.query, sources, language, steps)
+    prompt = answers.messages(state.query, sources, language, steps, [item.text for item in state.memories])
     parts: list[str] = []
     stream = model.stream(prompt, max_tokens=settings.ANSWER_MAX_TOKENS, temperature=0.2)
     try:
@@ -337,6 +346,40 @@ def _generate(
         if close:
             close()  # stops the model's generation (and frees its lock) on cancel or timeout
     session.mark("answer")
+
+
+def _recall(session: Session, query: str) -> list[MemoryItem] | None:
+    """The user's memories about the question; None when memory is off or failing (the
+    answer goes on without them)."""
+    if not settings.MEMORY_ENABLED:
+        return None
+    try:
+        return memories().search(session.user, query)
+    except MemoryUnavailable as exc:
+        log.warning("Answering without memories: %s", exc)
+    except Exception:
+        log.exception("Answering without memories: the memory search failed")
+    return None
+
+
+def _memory(item: MemoryItem) -> dict[str, Any]:
+    return {"id": item.id, "text": item.text, "score": item.score}
+
+
+def _remember_later(message: Message) -> None:
+    """The question and this answer become memories in a Celery task, once the answer is stored."""
+    if not settings.MEMORY_ENABLED or not message.content:
+        return
+
+    def queue() -> None:
+        from assistant.tasks import remember_turn
+
+        try:
+            remember_turn.delay(message.pk)
+        except Exception:  # a broker outage costs a memory, not the answer
+            log.warning("Could not queue the memories of message %s", message.pk, exc_info=True)
+
+    transaction.on_commit(queue)
 
 
 def _preview(hit: Hit, language: Language, source: Source | None = None) -> dict[str, Any]:

@@ -108,14 +108,37 @@ ABSTAIN_MARKERS = {
     ),
 }
 
+# When the portal remembers things about the user (assistant/memory): they come before the
+# passages, are not passages (no [n]), and may answer a question about the user by themselves.
+MEMORY_RULE = {
+    "zh": "4. “关于用户的记忆”是你之前记住的用户信息，不是资料，不要用编号引用；与问题有关时结合它回答，"
+    "并自然地说出你记得的内容（例如：你之前提到……）。",
+    "en": '4. "What you remember about the user" is what you learned about them earlier, not passages: never cite it '
+    "with a number; when it bears on the question, use it and say what you remember (e.g.: You mentioned that ...).",
+}
+NO_PASSAGES = {"zh": "（没有找到相关资料）", "en": "(no passages found)"}
+MEMORY_REMINDER = {
+    "zh": "没有资料时，只根据关于用户的记忆回答；记忆也回答不了时，回答：文档中没有找到答案。",
+    "en": "With no passages, answer only from what you remember about the user; when that cannot answer either, "
+    "reply: The documents do not contain the answer.",
+}
+
 LABELS = {
-    "zh": {"history": "对话历史", "question": "问题", "passages": "资料", "step": "步骤", "answer": "回答"},
+    "zh": {
+        "history": "对话历史",
+        "question": "问题",
+        "passages": "资料",
+        "step": "步骤",
+        "answer": "回答",
+        "memories": "关于用户的记忆",
+    },
     "en": {
         "history": "Conversation history",
         "question": "Question",
         "passages": "Passages",
         "step": "Step",
         "answer": "Answer",
+        "memories": "What you remember about the user",
     },
 }
 

@@ -176,9 +176,9 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
     session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
     events = list(answer_events(session, model=model))
     kinds = [event["type"] for event in events]
-    assert kinds[:4] == ["started", "strategy", "retrieval", "answer.delta"]
+    assert kinds[:5] == ["started", "strategy", "memory.used", "retrieval", "answer.delta"]
     assert kinds[-3:] == ["citations", "attachments", "done"]
-    assert set(kinds[3:-3]) == {"answer.delta"}
+    assert set(kinds[4:-3]) == {"answer.delta"}
     (citations,) = [event["citations"] for event in events if event["type"] == "citations"]
     assert len(citations) == 1  # only what the answer used, not every passage it was given
     (cited,) = citations
@@ -236,7 +236,7 @@ def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(p
     )
     events = list(answer_events(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
     kinds = [event["type"] for event in events]
-    assert kinds[:4] == ["started", "strategy", "plan", "step.start"]
+    assert kinds[:5] == ["started", "strategy", "memory.used", "plan", "step.start"]
     assert kinds.count("step.start") == kinds.count("step.result") == 2
     assert "retrieval" not in kinds
     citations = next(event for event in events if event["type"] == "citations")["citations"]

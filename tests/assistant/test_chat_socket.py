@@ -100,10 +100,10 @@ def test_an_answer_streams_in_protocol_order_and_a_conversation_continues(web, w
 
     first, second = asyncio.run(scenario())
     kinds = [event["type"] for event in first]
-    assert kinds[:3] == ["started", "strategy", "retrieval"]
+    assert kinds[:4] == ["started", "strategy", "memory.used", "retrieval"]
     assert kinds[-3:] == ["citations", "attachments", "done"]
-    assert set(kinds[3:-3]) == {"answer.delta"}
-    assert len(kinds[3:-3]) > 1  # streamed in pieces, not at the end
+    assert set(kinds[4:-3]) == {"answer.delta"}
+    assert len(kinds[4:-3]) > 1  # streamed in pieces, not at the end
     (cited,) = first[-3]["citations"]
     assert (cited["file"], cited["page"]) == ("policy.pdf", 2)
     streamed = "".join(event["text"] for event in first if event["type"] == "answer.delta")
@@ -251,7 +251,7 @@ def test_the_json_and_event_stream_forms_of_ask_agree(web, api, alice, policies)
     status, raw = post_ask(web, key, question, accept="text/event-stream")
     assert status == 200
     events = sse_events(raw)
-    assert [event["type"] for event in events][:3] == ["started", "strategy", "retrieval"]
+    assert [event["type"] for event in events][:4] == ["started", "strategy", "memory.used", "retrieval"]
     assert events[-1]["type"] == "done"
     assert answer["answer"] == "".join(event["text"] for event in events if event["type"] == "answer.delta")
     streamed = next(event for event in events if event["type"] == "citations")["citations"]

@@ -1,0 +1,406 @@
+"""The only code that talks to mem0. Every call names the user it is for; the user's UID is
+mem0's `user_id`, passed on every add and in the filters of every search and listing, and a
+memory of another user is not found (MemoryNotFound), never read, changed or deleted.
+
+    store = memories()                       # MemoryUnavailable: memory is off or misconfigured
+    store.search(request.user, "年假怎么休？")   # [MemoryItem, ...], best first
+    store.remember(user, question, answer, conversation=3, message=12)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import uuid
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+from mem0.exceptions import LLMError
+from psycopg.conninfo import make_conninfo
+
+from assistant.answering.answer import CITATION
+from assistant.answering.language import language_of
+from assistant.memory import backends
+from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS
+from assistant.providers import registry
+from assistant.providers.base import ProviderError
+from portal.typing import AnyUser
+
+log = logging.getLogger(__name__)
+
+MAX_TEXT = 2000  # characters of one memory (an edit, a card)
+CARD_ANSWER_CHARS = 800  # of the answer, in a card or in the model's input
+LISTED = 100_000  # more memories than one person has
+
+
+class MemoryUnavailable(RuntimeError):  # noqa: N818 (a state of the portal, not a fault)
+    """Memory is off, or cannot work with the current settings; the message says why."""
+
+
+class MemoryNotFound(LookupError):  # noqa: N818
+    """No such memory for this user (it may be another user's: the same answer)."""
+
+
+class MemoryAccessError(PermissionError):
+    """A call without a signed-in user: refused before anything is read."""
+
+
+class MemoryInputError(ValueError):
+    """Text a memory cannot hold (empty, too long); the message says what to change."""
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    id: str
+    text: str
+    created_at: str | None
+    updated_at: str | None
+    score: float | None = None
+    conversation: int | None = None
+    message: int | None = None
+    inferred: bool = True  # False: a question and answer kept as they were (the model could not extract)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Remembered:
+    items: tuple[MemoryItem, ...]
+    inferred: bool  # extracted by the model; False: the card was stored as it was
+
+
+def uid_of(user: AnyUser | None) -> str:
+    uid = getattr(user, "uid", None) if user is not None and user.is_authenticated else None
+    if not uid:
+        raise MemoryAccessError("memories are read and written for a signed-in user only")
+    return str(uid)
+
+
+class Memories:
+    def __init__(self, memory: Any) -> None:
+        self._mem0 = memory
+        self._store: backends.PortalPGVector = memory.vector_store
+
+    # Reading
+
+    def search(self, user: AnyUser, query: str, *, limit: int | None = None) -> list[MemoryItem]:
+        """The user's memories about `query`, best first (mem0's ranking: dense similarity,
+        raised by shared jieba terms). A memory counts as about the query when it shares a
+        term with it, or, sharing none, when its dense similarity is at least MEMORY_MIN_SCORE:
+        e5's similarities alone do not separate related memories from unrelated ones (0.83-0.87
+        for both in Chinese), shared terms mostly do."""
+        uid = uid_of(user)
+        query = " ".join(str(query or "").split())[: settings.MAX_QUERY_CHARS]
+        limit = limit or settings.MEMORY_SEARCH_LIMIT
+        if not query:
+            return []
+        found = self._mem0.search(query, top_k=limit * 2, filters={"user_id": uid}, threshold=0.0, explain=True)
+        rows = [
+            row
+            for row in found["results"]
+            if row.get("user_id") == uid
+            and (
+                row["score_details"]["bm25_score"] > 0
+                or row["score_details"]["semantic_score"] >= settings.MEMORY_MIN_SCORE
+            )
+        ]
+        return [_item(row) for row in rows[:limit]]
+
+    def all(self, user: AnyUser) -> list[MemoryItem]:
+        """All the user's memories, newest first."""
+        uid = uid_of(user)
+        found = self._mem0.get_all(filters={"user_id": uid}, top_k=LISTED)
+        return [_item(row) for row in found["results"] if row.get("user_id") == uid]
+
+    def get(self, user: AnyUser, memory_id: str) -> MemoryItem:
+        return _item(self._own(user, memory_id))
+
+    def history(self, user: AnyUser, memory_id: str) -> list[dict[str, Any]]:
+        """How the memory came to be: ADD, then each UPDATE, oldest first."""
+        self._own(user, memory_id)
+        return [
+            {
+                "event": change["event"],
+                "old": change["old_memory"],
+                "new": change["new_memory"],
+                "created_at": change["created_at"],
+                "updated_at": change["updated_at"],
+            }
+            for change in self._mem0.history(str(memory_id))
+        ]
+
+    def export(self, user: AnyUser) -> dict[str, Any]:
+        """Everything the portal remembers about the user, with each memory's history."""
+        uid = uid_of(user)
+        items = self.all(user)
+        return {
+            "user": uid,
+            "exported_at": datetime.now(UTC).isoformat(),
+            "count": len(items),
+            "memories": [{**item.as_dict(), "history": self.history(user, item.id)} for item in items],
+        }
+
+    # Writing
+
+    def remember(
+        self, user: AnyUser, question: str, answer: str, *, conversation: int | None = None, message: int | None = None
+    ) -> Remembered:
+        """A question and its answer become memories: the model extracts durable facts in the
+        question's language; when its output is unusable (or it fails), the card is stored as
+        it is (mem0 infer=False) rather than lost. Nothing worth remembering: nothing stored."""
+        uid = uid_of(user)
+        language = language_of(question)
+        answer = _plain(answer)[:CARD_ANSWER_CHARS]
+        metadata = {"conversation": conversation, "message": message}
+        turn = [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+        backends.forget_output()
+        try:
+            added = self._mem0.add(
+                turn, user_id=uid, metadata=metadata, infer=True, prompt=CARD_INSTRUCTIONS[language]
+            )["results"]
+        except (ProviderError, LLMError) as exc:  # mem0 wraps the model's errors in LLMError
+            reason = f"the model failed: {exc}"
+        else:
+            if added or backends.usable_extraction(backends.last_output()):
+                return Remembered(tuple(self._added(uid, added)), inferred=True)
+            reason = f"unusable output: {str(backends.last_output())[:200]!r}"
+        log.warning("Memory extraction for user %s fell back to storing the card: %s", uid, reason)
+        card = CARD[language].format(question=question, answer=answer)[:MAX_TEXT]
+        if self._store.exists(uid, hashlib.md5(card.encode()).hexdigest()):  # noqa: S324 (mem0's own digest)
+            return Remembered((), inferred=False)
+        added = self._mem0.add(card, user_id=uid, metadata={**metadata, "inferred": False}, infer=False)["results"]
+        return Remembered(tuple(self._added(uid, added)), inferred=False)
+
+    def update(self, user: AnyUser, memory_id: str, text: str) -> MemoryItem:
+        self._own(user, memory_id)
+        self._mem0.update(str(memory_id), text=_checked(text))
+        return self.get(user, memory_id)
+
+    def delete(self, user: AnyUser, memory_id: str) -> None:
+        """Delete one memory and its history (mem0 would keep the old text in its history)."""
+        self._own(user, memory_id)
+        self._mem0.delete(str(memory_id))
+        self._erase_history([str(memory_id)], scope=None)
+
+    def delete_all(self, user: AnyUser) -> int:
+        """Delete everything remembered about the user, histories and mem0's copy of their recent
+        messages included; how many memories there were."""
+        return self.purge(uid_of(user))
+
+    def purge(self, uid: str) -> int:
+        """delete_all by UID: for a deleted account (no user left) and the admin's purge."""
+        if not uid:
+            raise MemoryAccessError("purge needs a user's UID")
+        ids = self._store.delete_user(uid)
+        self._mem0.entity_store.delete_user(uid)  # (filled only where spaCy finds entities)
+        self._erase_history(ids, scope=f"user_id={uid}")
+        log.info("Deleted %d memories of user %s", len(ids), uid)
+        return len(ids)
+
+    # Plumbing
+
+    def _own(self, user: AnyUser, memory_id: str) -> dict[str, Any]:
+        uid = uid_of(user)
+        try:
+            key = str(uuid.UUID(str(memory_id)))
+        except ValueError:
+            raise MemoryNotFound(memory_id) from None
+        row = self._mem0.get(key)
+        if not row or row.get("user_id") != uid:
+            raise MemoryNotFound(memory_id)
+        return dict(row)
+
+    def _added(self, uid: str, added: list[dict[str, Any]]) -> list[MemoryItem]:
+        rows = (self._mem0.get(entry["id"]) for entry in added if entry.get("event") == "ADD")
+        return [_item(row) for row in rows if row and row.get("user_id") == uid]
+
+    def _erase_history(self, ids: list[str], *, scope: str | None) -> None:
+        history = self._mem0.db
+        with history._lock:
+            for start in range(0, len(ids), 500):
+                batch = ids[start : start + 500]
+                history.connection.execute(
+                    f"DELETE FROM history WHERE memory_id IN ({','.join('?' * len(batch))})",  # noqa: S608 (placeholders)
+                    batch,
+                )
+            if scope is not None:
+                history.connection.execute("DELETE FROM messages WHERE session_scope = ?", (scope,))
+            history.connection.commit()
+
+    def close(self) -> None:
+        self._store.close()
+        entities = self._mem0._entity_store
+        if entities is not None:
+            entities.close()
+        self._mem0.close()
+
+
+def _item(row: dict[str, Any]) -> MemoryItem:
+    extra = row.get("metadata") or {}
+    return MemoryItem(
+        id=str(row["id"]),
+        text=row.get("memory") or "",
+        created_at=row.get("created_at"),
+        updated_at=row.get("updated_at"),
+        score=round(float(row["score"]), 4) if row.get("score") is not None else None,
+        conversation=extra.get("conversation"),
+        message=extra.get("message"),
+        inferred=extra.get("inferred", True) is not False,
+    )
+
+
+def _checked(text: str) -> str:
+    text = " ".join(str(text or "").split())
+    if not text:
+        raise MemoryInputError("A memory cannot be empty.")
+    if len(text) > MAX_TEXT:
+        raise MemoryInputError(f"A memory holds at most {MAX_TEXT} characters.")
+    return text
+
+
+def _plain(answer: str) -> str:
+    """The answer without its [n] citation marks: they mean nothing outside the answer."""
+    return " ".join(CITATION.sub("", answer or "").split())
+
+
+def forget_user(uid: str) -> int:
+    """Delete everything remembered about a user (their account is gone, or an admin purges
+    them). Works with memory off too: what was remembered while it was on goes as well."""
+    try:
+        return memories().purge(uid)
+    except MemoryUnavailable:
+        pass
+    if stored_dims() is None:
+        return 0
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {settings.MEMORY_TABLE} WHERE payload->>'user_id' = %s RETURNING id",  # noqa: S608 (a setting)
+            [uid],
+        )
+        ids = [str(row[0]) for row in cursor.fetchall()]
+    history = settings.MEM0_DIR / "history.db"
+    if ids and history.exists():
+        import sqlite3
+
+        with closing(sqlite3.connect(history)) as db, db:
+            db.executemany("DELETE FROM history WHERE memory_id = ?", [(memory_id,) for memory_id in ids])
+            db.execute("DELETE FROM messages WHERE session_scope = ?", (f"user_id={uid}",))
+    return len(ids)
+
+
+# One per process, built on first use (the embedder and a connection pool).
+
+_service: Memories | None = None
+_lock = threading.Lock()
+
+
+def memories() -> Memories:
+    global _service
+    if _service is not None:
+        return _service
+    with _lock:
+        if _service is None:
+            _service = Memories(build())
+        return _service
+
+
+def close() -> None:
+    """Close the process's memory service (its database connections)."""
+    global _service
+    with _lock:
+        if _service is not None:
+            _service.close()
+            _service = None
+
+
+def conninfo() -> str:
+    """The portal's own database, as Django connects to it (the test database in tests)."""
+    db = connections["default"].settings_dict
+    options = {"dbname": db["NAME"], "user": db["USER"], "password": db["PASSWORD"], "host": db["HOST"]}
+    options["port"] = db["PORT"]
+    return make_conninfo(**{key: str(value) for key, value in options.items() if value})
+
+
+def build() -> Any:
+    """mem0's Memory on the portal's database and models; MemoryUnavailable when memory is off
+    or its table was built for another embedding size."""
+    if not settings.MEMORY_ENABLED:
+        raise MemoryUnavailable("memory is off (PORTAL_MEMORY=false)")
+    from mem0 import Memory
+    from mem0.configs.base import MemoryConfig
+    from mem0.configs.vector_stores.pgvector import PGVectorConfig
+    from mem0.embeddings.configs import EmbedderConfig
+    from mem0.llms.configs import LlmConfig
+    from mem0.vector_stores.configs import VectorStoreConfig
+
+    backends.register()
+    try:
+        dims = registry.text_embedder().dims
+    except ProviderError as exc:
+        raise MemoryUnavailable(f"the embedding model is not available: {exc}") from exc
+    store = PGVectorConfig(
+        connection_string=conninfo(),
+        collection_name=settings.MEMORY_TABLE,
+        embedding_model_dims=dims,
+        hnsw=False,
+        minconn=1,
+        maxconn=4,
+    )
+    check_dims(dims)
+    settings.MEM0_DIR.mkdir(parents=True, exist_ok=True)
+    # model_construct: mem0's config models accept only the providers they list.
+    config = MemoryConfig.model_construct(
+        vector_store=VectorStoreConfig.model_construct(provider=backends.STORE, config=store),
+        embedder=EmbedderConfig.model_construct(provider=backends.EMBEDDER, config={"embedding_dims": dims}),
+        llm=_llm_config(LlmConfig),
+        history_db_path=str(settings.MEM0_DIR / "history.db"),
+    )
+    return Memory(config)
+
+
+def _llm_config(config_class: Any) -> Any:
+    chat = registry.role_config("chat")
+    options: dict[str, Any] = {"model": chat.model, "temperature": 0.1, "max_tokens": settings.MEMORY_MAX_TOKENS}
+    if chat.provider == "openai":  # mem0's own OpenAI client, at the configured base URL
+        options.update(api_key=chat.api_key or "none", openai_base_url=chat.base_url)
+        return config_class.model_construct(provider=backends.OPENAI_LLM, config=options)
+    return config_class.model_construct(provider=backends.LLM, config=options)
+
+
+def stored_dims() -> int | None:
+    """The size of the vectors in the memory table; None before the first memory (no table)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relname = %s AND a.attname = 'vector'",
+            [settings.MEMORY_TABLE],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else None
+
+
+def check_dims(dims: int | None = None) -> None:
+    """The memory table's vectors and the embedding model must have the same size: a clear
+    error at startup (`migrate`, `check --database default`, the first use in a process), not
+    a failed insert later. The model is only asked when there is a table to compare with."""
+    stored = stored_dims()
+    if stored is None:
+        return
+    if dims is None:
+        try:
+            dims = registry.text_embedder().dims
+        except ProviderError as exc:
+            raise MemoryUnavailable(f"the embedding model is not available: {exc}") from exc
+    if stored != dims:
+        raise MemoryUnavailable(
+            f"the memory table {settings.MEMORY_TABLE} holds {stored}-dimensional vectors but the embedding model "
+            f"({registry.role_config('embedding')}) gives {dims}: configure the model the memories were made "
+            "with, or export the memories and delete them all (My memory) before changing models"
+        )

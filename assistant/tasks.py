@@ -1,0 +1,43 @@
+"""Thin Celery wrappers (Saleor's style): ids in, assistant.memory does the work."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+
+from assistant.memory.service import MemoryUnavailable, memories
+from assistant.models import Message
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="assistant.remember_turn", acks_late=True, ignore_result=True)
+def remember_turn(message_id: int) -> dict[str, Any] | None:
+    """An answered question becomes memories of the user who asked it (off the answer's path)."""
+    answer = (
+        Message.objects.select_related("conversation__user").filter(pk=message_id, role=Message.Role.ASSISTANT).first()
+    )
+    if answer is None or not answer.content or answer.error:
+        return None  # deleted meanwhile, or nothing was answered
+    question = (
+        Message.objects.filter(conversation_id=answer.conversation_id, role=Message.Role.USER, pk__lt=answer.pk)
+        .order_by("-pk")
+        .first()
+    )
+    if question is None:
+        return None
+    try:
+        store = memories()
+    except MemoryUnavailable as exc:
+        log.warning("Not remembering message %s: %s", message_id, exc)
+        return None
+    remembered = store.remember(
+        answer.conversation.user,
+        question.content,
+        answer.content,
+        conversation=answer.conversation_id,
+        message=answer.pk,
+    )
+    return {"stored": len(remembered.items), "inferred": remembered.inferred}
