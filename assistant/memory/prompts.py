@@ -21,7 +21,8 @@ EXTRACTION = {
 例子：
 用户：我在上海做财务，以后请用简短的要点回答。报销要多久？
 助手：报销一般在五个工作日内到账 [1]。
-输出：{"memory": [{"id": "0", "text": "用户在上海做财务工作", "attributed_to": "user"}, {"id": "1", "text": "用户希望回答用简短的要点", "attributed_to": "user"}]}
+输出：{"memory": [{"id": "0", "text": "用户在上海做财务工作", "attributed_to": "user"},
+{"id": "1", "text": "用户希望回答用简短的要点", "attributed_to": "user"}]}
 用户：年假有几天？
 助手：年假为十天 [1]。
 输出：{"memory": []}""",
