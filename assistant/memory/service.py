@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 import uuid
 from contextlib import closing
@@ -264,9 +265,12 @@ def _checked(text: str) -> str:
     return text
 
 
+CITATION_MARK = re.compile(r"\s*" + CITATION.pattern)  # with the space before it
+
+
 def _plain(answer: str) -> str:
     """The answer without its [n] citation marks: they mean nothing outside the answer."""
-    return " ".join(CITATION.sub("", answer or "").split())
+    return " ".join(CITATION_MARK.sub("", answer or "").split())
 
 
 def forget_user(uid: str) -> int:
