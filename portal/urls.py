@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/", include("assistant.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include("assistant.urls")),
     path("", include("knowledge.urls")),
 ]
 
