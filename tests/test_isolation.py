@@ -12,6 +12,7 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from assistant.memory.service import memories
 from assistant.models import Conversation, Message
 from knowledge import actions
 from knowledge.models import Page, PageImage
@@ -35,6 +36,10 @@ PAGES: dict[str, dict[str, str]] = {
     "member-role": {"team_id": "team", "membership_id": "membership"},
     "member-remove": {"team_id": "team", "membership_id": "membership"},
     "token-revoke": {"token_id": "token"},
+    "my-memory": {},
+    "my-memory-delete-all": {},
+    "my-memory-edit": {"memory_id": "memory"},
+    "my-memory-delete": {"memory_id": "memory"},
 }
 API: dict[str, dict[str, str]] = {
     "api-root": {},
@@ -61,6 +66,12 @@ API: dict[str, dict[str, str]] = {
     "ask": {},  # tests/assistant/test_answering.py, test_chat_socket.py: nor in an answer
     "conversation-list": {},
     "conversation-detail": {"pk": "conversation"},
+    # tests/assistant/test_memory.py, test_memory_stack.py: nor in memory.used or answers
+    "memory-list": {},
+    "memory-export": {},
+    "memory-delete-all": {},
+    "memory-detail": {"pk": "memory"},
+    "memory-history": {"pk": "memory"},
 }
 # tests/portal/test_stack.py: 4401 / 4404; tests/assistant/test_chat_socket.py: 4401, not_found
 WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}
@@ -71,6 +82,7 @@ SECRETS = [
     "alice@example.com",
     "Research",
     "alice's question",
+    "alice's memory",
 ]
 
 
@@ -112,7 +124,9 @@ def objects(alice, bob, team, private_collection, team_collection) -> dict[str, 
     image.file.save("a.png", ContentFile(b"\x89PNG alice's picture"))
     conversation = Conversation.objects.create(user=alice, title="alice's question")
     Message.objects.create(conversation=conversation, role="user", content="alice's question")
+    memory = memories()._mem0.add("alice's memory: she prefers tables", user_id=str(alice.uid), infer=False)
     return {
+        "memory": memory["results"][0]["id"],
         "conversation": conversation.pk,
         "image": image.sha256,
         "document": document.pk,
@@ -151,7 +165,7 @@ def test_it_answers_401_to_anonymous_api_calls(api, objects, name):
 
 
 @pytest.mark.parametrize(("name", "args"), sorted({**PAGES, **API}.items()))
-def test_it_gives_charlie_404_or_nothing_of_alices(client, charlie, objects, name, args):
+def test_it_gives_charlie_404_or_nothing_of_alices(client, alice, charlie, objects, name, args):
     client.force_login(charlie)
     url = _url(name, args, objects)
     methods = ("get", "post", "patch", "delete") if name in API else ("get", "post")
@@ -165,3 +179,4 @@ def test_it_gives_charlie_404_or_nothing_of_alices(client, charlie, objects, nam
     assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
     assert actions.Document.objects.filter(pk=objects["document"]).exists()
     assert Conversation.objects.filter(pk=objects["conversation"]).exists()
+    assert memories().get(alice, objects["memory"]).text == "alice's memory: she prefers tables"
