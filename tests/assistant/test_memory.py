@@ -289,6 +289,21 @@ def test_answers_use_the_askers_memories_only(policies, alice, bob):
     assert all(PREFERENCE not in asked for _kind, asked in model.asked[asked_before:])
 
 
+def test_a_question_only_memory_can_answer_is_answered_from_memory():
+    carol = make_user("carol")  # no collections: no passages at all
+    add(carol, PREFERENCE)
+    model = ScriptedChat(answer="你之前提到，你喜欢用表格形式的回答。")
+    events = list(answer_events(start(carol, "我喜欢什么形式的回答？"), model=model))
+
+    kind, prompt = model.asked[-1]
+    assert kind == "answer"
+    assert PREFERENCE in prompt
+    assert "没有找到相关资料" in prompt
+    assert events[-1]["type"] == "done"
+    assert events[-1]["abstain"] is False
+    assert [e["citations"] for e in events if e["type"] == "citations"] == [[]]
+
+
 def test_answers_go_on_when_memory_fails(policies, alice, monkeypatch):
     def broken() -> service.Memories:
         raise MemoryUnavailable("test: the memory table is unreachable")
