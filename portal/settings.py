@@ -308,6 +308,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # mem0 says at INFO what it does on every call ("Inserting 1 vectors …").
+    "loggers": {"mem0": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"}},
 }
 
 # Nothing phones home, and no library fetches weights from a hub at run time. mem0 reads
