@@ -14,6 +14,7 @@ from assistant.answering.language import Language
 from assistant.answering.types import Source, StepEvidence
 from assistant.providers.base import ChatMessage
 from assistant.retrieval.types import Hit
+from knowledge.models import Page
 
 # [1], [1, 2], [1][2], and the full-width 【1】 that Chinese models write.
 CITATION = re.compile(r"[\[【]\s*(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\s*[\]】]")
@@ -156,8 +157,11 @@ def abstains(text: str, used: Sequence[int]) -> bool:
 
 
 def citation(source: Source, language: Language, *, inferred: bool = False) -> dict[str, Any]:
-    """What a client shows for [n]; `inferred` when the answer used the passage without writing [n]."""
+    """What a client shows for [n]; `inferred` when the answer used the passage without writing [n].
+    The page's size (points for PDF pages and slides, pixels for pictures: the units of
+    `location.bbox`) lets a client scale the bbox onto the page's render."""
     hit = source.hit
+    width, height = Page.objects.filter(pk=hit.page_id).values_list("width", "height").first() or (None, None)
     return {
         "inferred": inferred,
         "n": source.number,
@@ -171,6 +175,8 @@ def citation(source: Source, language: Language, *, inferred: bool = False) -> d
         "page_kind": hit.page_kind,
         "place": place(hit, language),
         "location": hit.location,
+        "page_width": width,
+        "page_height": height,
         "score": round(hit.score, 6),
         "step": source.step,
         "snippet": " ".join(hit.text.split())[:240],

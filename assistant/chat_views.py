@@ -1,0 +1,153 @@
+"""The chat page (/chat/, /chat/<id>/): the user's conversations, a composer, and the stored
+turns of one conversation. Answers stream over /ws/chat/ (static/portal/chat.js); this view
+only renders what is stored, so a reload shows the same answer with the same citations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from assistant.answering.answer import CITATION
+from assistant.models import Conversation, Message
+from knowledge.models import Collection, Page
+from portal.typing import AuthedRequest
+
+CONVERSATIONS_SHOWN = 100  # the newest; older ones stay reachable through the API
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One stored message as the page shows it: an answer's text with its [n] marks as buttons."""
+
+    message: Message
+    html: SafeString
+    error: str
+
+
+@login_required
+@require_GET
+def chat(request: AuthedRequest, conversation_id: int | None = None) -> HttpResponse:
+    conversation = _conversation_for(request, conversation_id) if conversation_id else None
+    turns = [_turn(message) for message in _messages(conversation)] if conversation else []
+    checked = set(conversation.collections.values_list("pk", flat=True)) if conversation else set()
+    context = {
+        "conversation": conversation,
+        "conversations": Conversation.objects.visible_to(request.user)[:CONVERSATIONS_SHOWN],
+        "collections": Collection.objects.visible_to(request.user).order_by("name"),
+        "checked": checked,
+        "turns": turns,
+        "citations": {str(turn.message.pk): turn.message.citations for turn in turns},
+        "strings": _strings(),
+    }
+    return render(request, "assistant/chat.html", context)
+
+
+@login_required
+@require_POST
+def chat_delete(request: AuthedRequest, conversation_id: int) -> HttpResponse:
+    conversation = _conversation_for(request, conversation_id)
+    conversation.delete()
+    messages.success(request, _("Conversation deleted."))
+    return redirect("chat")
+
+
+def _conversation_for(request: AuthedRequest, conversation_id: int) -> Conversation:
+    """The user's own conversation; anyone else's does not exist (404)."""
+    return get_object_or_404(Conversation.objects.visible_to(request.user), pk=conversation_id)
+
+
+def _messages(conversation: Conversation) -> list[Message]:
+    """The conversation's messages, their citations given the page sizes that the bbox
+    highlight needs (answers stored before citations carried them)."""
+    stored = list(conversation.messages.all())
+    missing = {
+        cited["page_id"]
+        for message in stored
+        for cited in message.citations
+        if "page_width" not in cited and cited.get("page_id")
+    }
+    if missing:
+        sizes = {pk: (w, h) for pk, w, h in Page.objects.filter(pk__in=missing).values_list("pk", "width", "height")}
+        for message in stored:
+            for cited in message.citations:
+                if "page_width" not in cited:
+                    cited["page_width"], cited["page_height"] = sizes.get(cited.get("page_id"), (None, None))
+    return stored
+
+
+def _turn(message: Message) -> Turn:
+    return Turn(message=message, html=linked(message.content), error=_readable_error(message.error))
+
+
+def linked(text: str) -> SafeString:
+    """The answer's text, escaped, with each [n] (or [1, 2], 【1】) as a button that opens
+    source n; static/portal/chat.js does the same to streamed text."""
+    parts: list[str] = []
+    position = 0
+    for match in CITATION.finditer(text):
+        parts.append(escape(text[position : match.start()]))
+        parts.extend(_citation_button(int(number)) for number in re.split(r"[,，、]", match.group(1)))
+        position = match.end()
+    parts.append(escape(text[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 (every part is escaped above)
+
+
+def _citation_button(number: int) -> str:
+    label = _("Source %(n)d") % {"n": number}
+    return format_html(
+        '<button type="button" class="citation-link" data-n="{}" aria-label="{}">[{}]</button>', number, label, number
+    )
+
+
+def _readable_error(error: str) -> str:
+    """Why a stored answer stopped early, as the page says it (Message.error keeps a code or
+    the model's own message)."""
+    if not error:
+        return ""
+    known = {
+        "cancelled": _("Cancelled: the answer stopped here."),
+        "disconnected": _("The connection closed before the answer was finished."),
+        "timeout": _("The answer made no progress and was stopped."),
+        "internal error": _("Something went wrong while answering; the error is in the portal's log."),
+    }
+    return known.get(error, _("The answer stopped early: %(error)s") % {"error": error})
+
+
+def _strings() -> dict[str, Any]:
+    """What chat.js says, translated here (the page passes it with json_script)."""
+    return {
+        "strategies": dict(Message.Strategy.choices),
+        "strategy": _("Strategy: %(strategy)s"),
+        "by_rules": _("(chosen by rules)"),
+        "rewrite": _("Searched for: %(query)s"),
+        "plan": _("Plan"),
+        "step": _("Step %(n)d: %(query)s"),
+        "searching": _("searching…"),
+        "no_hits": _("nothing found"),
+        "sources": _("Passages read"),
+        "memories": _("Remembered about you:"),
+        "no_memories": _("Nothing remembered about you was used."),
+        "queued": _("Waiting for the model…"),
+        "thinking": _("Working on it…"),
+        "cancelled": _("Cancelled: the answer stopped here."),
+        "dropped": _("The connection dropped; the answer stopped here."),
+        "offline": _("Not connected; reconnecting…"),
+        "logged_out": _("You are logged out. Log in again to ask questions."),
+        "copied": _("Copied"),
+        "copy_failed": _("Could not copy; select the text instead."),
+        "source": _("Source %(n)d"),
+        "not_cited": _("The answer did not use source %(n)d."),
+        "no_picture": _("No picture of this page."),
+        "inferred": _("used without a citation mark"),
+        "untitled": _("New conversation"),
+    }

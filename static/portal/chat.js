@@ -1,0 +1,478 @@
+// The chat page: asks over /ws/chat/ and shows the answer's events as they arrive (README,
+// "Answering"). Every string a person reads comes from the template (#chat-strings), translated.
+
+const CITATION = /[[【]\s*(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\s*[\]】]/g; // as assistant/answering/answer.py
+const MAX_RETRY_MS = 30000;
+
+const root = document.getElementById("chat");
+const strings = JSON.parse(document.getElementById("chat-strings").textContent);
+const stored = JSON.parse(document.getElementById("chat-citations").textContent);
+const composer = document.getElementById("composer");
+const question = document.getElementById("question");
+const sendButton = document.getElementById("send");
+const cancelButton = document.getElementById("cancel");
+const connection = document.getElementById("connection");
+const list = document.getElementById("messages");
+
+const state = {
+  socket: null,
+  open: false,
+  retry: 0,
+  loggedOut: false,
+  conversation: root.dataset.conversation ? Number(root.dataset.conversation) : null,
+  turn: null, // the answer being written: its <article>
+};
+// Each answer's <article> → what its events said: {text, citations, sources}.
+const answers = new WeakMap();
+
+function format(template, values) {
+  return template.replace(/%\((\w+)\)[sd]/g, (_, key) => String(values[key] ?? ""));
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function show(node, visible = true) {
+  node.hidden = !visible;
+}
+
+// -- the answer's text, with [n] as buttons -------------------------------------------------
+
+function citationButton(n) {
+  const button = el("button", "citation-link", `[${n}]`);
+  button.type = "button";
+  button.dataset.n = String(n);
+  button.setAttribute("aria-label", format(strings.source, { n }));
+  return button;
+}
+
+function renderText(container, text) {
+  const parts = [];
+  let position = 0;
+  for (const match of text.matchAll(CITATION)) {
+    parts.push(document.createTextNode(text.slice(position, match.index)));
+    for (const number of match[1].split(/[,，、]/)) parts.push(citationButton(Number(number.trim())));
+    position = match.index + match[0].length;
+  }
+  parts.push(document.createTextNode(text.slice(position)));
+  container.replaceChildren(...parts);
+}
+
+// -- turns ----------------------------------------------------------------------------------
+
+function fromTemplate(id) {
+  return document.getElementById(id).content.firstElementChild.cloneNode(true);
+}
+
+function nearBottom() {
+  return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+}
+
+function keepInView(node) {
+  if (nearBottom()) node.scrollIntoView({ block: "end" });
+}
+
+function startTurn(text) {
+  document.getElementById("chat-empty")?.remove();
+  const asked = fromTemplate("question-template");
+  asked.querySelector(".text").textContent = text;
+  const turn = fromTemplate("answer-template");
+  answers.set(turn, { text: "", citations: null, sources: [] });
+  turn.querySelector(".answer").setAttribute("aria-busy", "true");
+  turn.querySelector(".status").textContent = strings.thinking;
+  list.append(asked, turn);
+  turn.scrollIntoView({ block: "end" });
+  state.turn = turn;
+  updateButtons();
+  return turn;
+}
+
+function finishTurn(turn, { status = "", error = "" } = {}) {
+  const data = answers.get(turn);
+  turn.querySelector(".answer").setAttribute("aria-busy", "false");
+  turn.querySelector(".status").textContent = status;
+  if (error) {
+    const box = turn.querySelector(".error");
+    box.textContent = error;
+    show(box);
+    turn.classList.add("failed");
+  }
+  show(turn.querySelector(".actions"), Boolean(data.text));
+  if (state.turn === turn) state.turn = null;
+  updateButtons();
+}
+
+function updateButtons() {
+  sendButton.disabled = !state.open || state.turn !== null;
+  cancelButton.disabled = !state.open || state.turn === null;
+}
+
+// -- events ---------------------------------------------------------------------------------
+
+const handlers = {
+  started(turn, event) {
+    const known = state.conversation;
+    state.conversation = event.conversation;
+    const url = `${root.dataset.chatUrl}${event.conversation}/`;
+    if (known !== event.conversation) {
+      history.replaceState(null, "", url);
+      addConversation(event.conversation, url, answers.get(turn).question);
+    }
+  },
+  queued(turn) {
+    turn.querySelector(".status").textContent = strings.queued;
+  },
+  strategy(turn, event) {
+    const how = turn.querySelector(".how");
+    show(how);
+    const line = turn.querySelector(".strategy");
+    line.textContent = format(strings.strategy, { strategy: strings.strategies[event.strategy] ?? event.strategy });
+    show(line);
+    const reason = turn.querySelector(".reason");
+    reason.textContent = [event.reason, event.by === "rules" ? strings.by_rules : ""].filter(Boolean).join(" ");
+    show(reason, Boolean(reason.textContent));
+  },
+  rewrite(turn, event) {
+    const line = turn.querySelector(".rewrite");
+    line.textContent = format(strings.rewrite, { query: event.query });
+    show(line);
+  },
+  plan(turn, event) {
+    const plan = turn.querySelector(".plan");
+    plan.querySelector("ol").replaceChildren(
+      ...event.steps.map((step) => {
+        const item = el("li");
+        item.append(el("span", "step-query", step), el("ul", "hits"));
+        return item;
+      }),
+    );
+    show(plan);
+  },
+  "step.start"(turn, event) {
+    const item = turn.querySelectorAll(".plan > ol > li")[event.step - 1];
+    if (item) item.querySelector(".hits").replaceChildren(el("li", "meta", strings.searching));
+  },
+  "step.result"(turn, event) {
+    const item = turn.querySelectorAll(".plan > ol > li")[event.step - 1];
+    if (!item) return;
+    const hits = event.hits.map((hit) => hitItem(hit));
+    item.querySelector(".hits").replaceChildren(...(hits.length ? hits : [el("li", "meta", strings.no_hits)]));
+  },
+  "memory.used"(turn, event) {
+    const box = turn.querySelector(".memory-used");
+    box.querySelector("ul").replaceChildren(...event.memories.map((memory) => el("li", "", memory.text)));
+    show(box, event.memories.length > 0);
+  },
+  retrieval(turn, event) {
+    answers.get(turn).sources = event.sources;
+    const box = turn.querySelector(".sources");
+    box.querySelector("ol").replaceChildren(...event.sources.map((hit) => hitItem(hit)));
+    show(box, event.sources.length > 0);
+  },
+  "answer.delta"(turn, event) {
+    const data = answers.get(turn);
+    data.text += event.text;
+    turn.querySelector(".status").textContent = "";
+    renderText(turn.querySelector(".answer"), data.text);
+    keepInView(turn);
+  },
+  citations(turn, event) {
+    answers.get(turn).citations = event.citations;
+    renderCitations(turn, event.citations);
+    markUncited(turn, event.citations);
+  },
+  attachments(turn, event) {
+    turn.querySelector(".attachments").replaceChildren(...event.attachments.map(attachmentFigure));
+    keepInView(turn);
+  },
+  done(turn, event) {
+    finishTurn(turn, { status: event.cancelled ? strings.cancelled : "" });
+  },
+  error(turn, event) {
+    finishTurn(turn, { error: event.message });
+  },
+};
+
+function hitItem(hit) {
+  const label = `${hit.n ? `[${hit.n}] ` : ""}${hit.file} · ${hit.place}`;
+  const item = el("li", "", label);
+  if (hit.snippet) item.title = hit.snippet;
+  return item;
+}
+
+function renderCitations(turn, citations) {
+  const box = turn.querySelector(".citations");
+  box.querySelector("ol").replaceChildren(
+    ...citations.map((cited) => {
+      const item = el("li");
+      const button = citationButton(cited.n);
+      button.classList.add("source");
+      button.removeAttribute("aria-label");
+      item.append(button, ` ${cited.file} · ${cited.place}`);
+      if (cited.inferred) item.append(" ", el("span", "meta", `(${strings.inferred})`));
+      return item;
+    }),
+  );
+  show(box, citations.length > 0);
+}
+
+// A mark the answer wrote for a passage it was not given: shown, but plainly not a source.
+function markUncited(turn, citations) {
+  for (const link of turn.querySelectorAll(".answer .citation-link")) {
+    link.classList.toggle("uncited", !citations.some((item) => item.n === Number(link.dataset.n)));
+  }
+}
+
+function attachmentFigure(attached) {
+  const figure = el("figure", "attachment");
+  if (attached.kind === "video") {
+    const video = el("video");
+    video.controls = true;
+    video.preload = "metadata";
+    video.src = attached.url;
+    figure.append(video);
+  } else {
+    const link = el("a");
+    link.href = attached.url;
+    const image = el("img");
+    image.src = attached.url;
+    image.alt = attached.file;
+    image.loading = "lazy";
+    link.append(image);
+    figure.append(link);
+  }
+  figure.append(el("figcaption", "", attached.file));
+  return figure;
+}
+
+function addConversation(id, url, title) {
+  document.getElementById("conversations-empty")?.remove();
+  const item = fromTemplate("conversation-template");
+  const link = item.querySelector("a");
+  link.href = url;
+  link.textContent = title.slice(0, 80);
+  link.setAttribute("aria-current", "page");
+  item.classList.add("current");
+  item.querySelector("form").action = `${url}delete/`;
+  const listing = document.getElementById("conversation-list");
+  listing.querySelectorAll("li.current").forEach((other) => {
+    other.classList.remove("current");
+    other.querySelector("a").removeAttribute("aria-current");
+  });
+  listing.prepend(item);
+  document.getElementById("chat-title").textContent = link.textContent;
+}
+
+// -- the socket -----------------------------------------------------------------------------
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}${root.dataset.socketPath}`);
+  state.socket = socket;
+  socket.addEventListener("open", () => {
+    state.open = true;
+    state.retry = 0;
+    connection.textContent = "";
+    updateButtons();
+  });
+  socket.addEventListener("message", (message) => {
+    const event = JSON.parse(message.data);
+    const handler = handlers[event.type];
+    if (state.turn && handler) handler(state.turn, event);
+    else if (event.type === "error") connection.textContent = event.message;
+  });
+  socket.addEventListener("close", (closed) => {
+    state.open = false;
+    // The server stops an answer whose socket closed; what it wrote is stored.
+    if (state.turn) finishTurn(state.turn, { error: strings.dropped });
+    updateButtons();
+    if (closed.code === 4401) {
+      state.loggedOut = true;
+      connection.textContent = strings.logged_out;
+      return;
+    }
+    connection.textContent = strings.offline;
+    const delay = Math.min(MAX_RETRY_MS, 1000 * 2 ** state.retry) * (0.8 + Math.random() * 0.4);
+    state.retry += 1;
+    setTimeout(connect, delay);
+  });
+}
+
+function ask() {
+  const text = question.value.trim();
+  if (!text || !state.open || state.turn) return;
+  const checked = [...composer.querySelectorAll("input[name=collections]:checked")].map((box) => Number(box.value));
+  const turn = startTurn(text);
+  answers.get(turn).question = text;
+  state.socket.send(
+    JSON.stringify({
+      type: "ask",
+      question: text,
+      collections: checked.length ? checked : null,
+      conversation: state.conversation,
+    }),
+  );
+  question.value = "";
+}
+
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  ask();
+});
+
+question.addEventListener("keydown", (event) => {
+  // Enter while an input method is composing (Chinese, Japanese) picks a candidate: not a send.
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
+    event.preventDefault();
+    ask();
+  }
+});
+
+cancelButton.addEventListener("click", () => {
+  if (state.turn && state.open) {
+    state.socket.send(JSON.stringify({ type: "cancel" }));
+    cancelButton.disabled = true;
+  }
+});
+
+// -- citations in a dialog ------------------------------------------------------------------
+
+const dialog = document.getElementById("citation-dialog");
+const pageView = dialog.querySelector(".page-view");
+const pageImage = pageView.querySelector("img");
+const box = pageView.querySelector(".bbox");
+const video = dialog.querySelector("video");
+const noPicture = dialog.querySelector(".no-picture");
+let opener = null;
+
+function citationsOf(turn) {
+  const data = answers.get(turn);
+  if (data) return { citations: data.citations ?? [], sources: data.sources };
+  return { citations: stored[turn.dataset.message] ?? [], sources: [] };
+}
+
+function openSource(button) {
+  const turn = button.closest(".answer-turn");
+  const n = Number(button.dataset.n);
+  const { citations, sources } = citationsOf(turn);
+  const cited = citations.find((item) => item.n === n);
+  const preview = sources.find((item) => item.n === n);
+  opener = button;
+  if (cited) showCitation(cited);
+  else if (preview) showPreview(preview);
+  else showMissing(n);
+  dialog.showModal();
+}
+
+function resetDialog(title, place, path, snippet) {
+  dialog.querySelector("#citation-title").textContent = title;
+  dialog.querySelector(".citation-place").textContent = place;
+  dialog.querySelector(".citation-path").textContent = path;
+  dialog.querySelector(".citation-snippet").textContent = snippet;
+  show(pageView, false);
+  show(box, false);
+  show(noPicture, false);
+  show(video, false);
+  video.removeAttribute("src");
+}
+
+function showCitation(cited) {
+  resetDialog(`[${cited.n}] ${cited.file}`, cited.place, cited.path, cited.snippet ?? "");
+  const location = cited.location ?? {};
+  const start = location.t_start;
+  if (cited.page_kind === "video_segment" || (start !== null && start !== undefined)) {
+    video.src = `/api/documents/${cited.document_id}/original/#t=${Number(start ?? 0)}`;
+    show(video);
+    return;
+  }
+  pageImage.alt = `${cited.file}, ${cited.place}`;
+  pageImage.onerror = () => {
+    show(pageView, false);
+    noPicture.textContent = strings.no_picture;
+    show(noPicture);
+  };
+  pageImage.onload = () => {
+    if (!placeBox(location.bbox, cited.page_width, cited.page_height)) return;
+    box.scrollIntoView({ block: "center" });
+  };
+  pageImage.src = cited.thumbnail_url;
+  show(pageView);
+}
+
+// The bbox is in the page's own units (PDF points, pixels of a picture): as a share of the
+// page's size it lands on the render at whatever size the render was drawn.
+function placeBox(bbox, width, height) {
+  if (!Array.isArray(bbox) || bbox.length !== 4 || !width || !height) return false;
+  const [x0, y0, x1, y1] = bbox;
+  const percent = (value, whole) => `${Math.max(0, Math.min(100, (value / whole) * 100))}%`;
+  box.style.left = percent(x0, width);
+  box.style.top = percent(y0, height);
+  box.style.width = percent(x1 - x0, width);
+  box.style.height = percent(y1 - y0, height);
+  show(box);
+  return true;
+}
+
+function showPreview(preview) {
+  resetDialog(`[${preview.n}] ${preview.file}`, preview.place, "", preview.snippet ?? "");
+}
+
+function showMissing(n) {
+  resetDialog(format(strings.source, { n }), "", "", format(strings.not_cited, { n }));
+}
+
+dialog.querySelector(".close").addEventListener("click", () => dialog.close());
+dialog.addEventListener("click", (event) => {
+  if (event.target === dialog) dialog.close(); // a click on the backdrop
+});
+dialog.addEventListener("close", () => {
+  video.pause();
+  opener?.focus();
+});
+
+// -- copy, delete ---------------------------------------------------------------------------
+
+async function copy(button) {
+  const turn = button.closest(".answer-turn");
+  const text = turn.querySelector(".answer").textContent;
+  const status = turn.querySelector(".copy-status");
+  try {
+    await navigator.clipboard.writeText(text);
+    status.textContent = strings.copied;
+  } catch {
+    // No clipboard API outside secure contexts (plain http on another host): select the text.
+    const selection = window.getSelection();
+    selection.selectAllChildren(turn.querySelector(".answer"));
+    status.textContent = document.execCommand("copy") ? strings.copied : strings.copy_failed;
+  }
+  setTimeout(() => (status.textContent = ""), 3000);
+}
+
+document.addEventListener("click", (event) => {
+  const target = event.target.closest("button");
+  if (!target) return;
+  if (target.classList.contains("citation-link")) openSource(target);
+  else if (target.classList.contains("copy")) copy(target);
+});
+
+const confirmDialog = document.getElementById("confirm-dialog");
+let pendingDelete = null;
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (!form.classList.contains("delete-conversation")) return;
+  event.preventDefault();
+  pendingDelete = form;
+  confirmDialog.showModal();
+});
+document.getElementById("confirm-delete").addEventListener("click", () => pendingDelete?.submit());
+document.getElementById("confirm-keep").addEventListener("click", () => confirmDialog.close());
+
+// -- start ----------------------------------------------------------------------------------
+
+for (const turn of list.querySelectorAll(".answer-turn")) markUncited(turn, stored[turn.dataset.message] ?? []);
+if (list.querySelector(".turn")) list.lastElementChild.scrollIntoView({ block: "end" });
+connect();
