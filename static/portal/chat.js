@@ -121,6 +121,10 @@ const handlers = {
     if (known !== event.conversation) {
       history.replaceState(null, "", url);
       addConversation(event.conversation, url, answers.get(turn).question);
+    } else {
+      // Newest first, as the page lists them after a reload.
+      const current = document.querySelector("#conversation-list li.current");
+      if (current) current.parentElement.prepend(current);
     }
   },
   queued(turn) {
@@ -265,6 +269,7 @@ function addConversation(id, url, title) {
   });
   listing.prepend(item);
   document.getElementById("chat-title").textContent = link.textContent;
+  document.title = `${link.textContent} · ${document.title.split(" · ").pop()}`;
 }
 
 // -- the socket -----------------------------------------------------------------------------
@@ -408,6 +413,7 @@ function showCitation(cited) {
 function placeBox(bbox, width, height) {
   if (!Array.isArray(bbox) || bbox.length !== 4 || !width || !height) return false;
   const [x0, y0, x1, y1] = bbox;
+  if ((x1 - x0) / width > 0.95 && (y1 - y0) / height > 0.95) return false; // the whole page: nothing to point at
   const percent = (value, whole) => `${Math.max(0, Math.min(100, (value / whole) * 100))}%`;
   box.style.left = percent(x0, width);
   box.style.top = percent(y0, height);
