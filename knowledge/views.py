@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -13,8 +17,16 @@ from django.views.decorators.http import require_POST
 from knowledge import actions
 from knowledge.access import access_collection, access_team, collection_role, role_in_team
 from knowledge.feedback import report
-from knowledge.forms import AddMemberForm, CollectionForm, RenameCollectionForm, RoleForm, TeamForm, TokenForm
-from knowledge.models import ApiToken, Collection, Membership, Role, Team
+from knowledge.forms import (
+    AddMemberForm,
+    CollectionForm,
+    CollectionSettingsForm,
+    RenameCollectionForm,
+    RoleForm,
+    TeamForm,
+    TokenForm,
+)
+from knowledge.models import ApiToken, Collection, IndexVersion, Membership, Role, Team
 from portal.typing import AuthedRequest
 
 
@@ -60,6 +72,23 @@ def collection_detail(request: AuthedRequest, collection_id: int) -> HttpRespons
 
 @login_required
 @require_POST
+def collection_settings(request: AuthedRequest, collection_id: int) -> HttpResponse:
+    # Changed chunking makes beat build a new index version (ingestion.versions.reindex_outdated).
+    collection = access_collection(request.user, collection_id, manage=True)
+    form = CollectionSettingsForm(request.POST)
+    if form.is_valid():
+        collection.settings = form.settings(collection.settings or {})
+        collection.save(update_fields=["settings", "updated_at"])
+        messages.success(request, _("Settings saved. Changed chunking is applied by a new index version."))
+        return redirect("collection", collection.pk)
+    role = collection_role(request.user, collection)
+    rename = RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
+    context = _collection_context(collection, role, rename, settings_form=form)
+    return render(request, "knowledge/collection.html", context, status=400)
+
+
+@login_required
+@require_POST
 def collection_rename(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id, write=True)
     form = RenameCollectionForm(request.POST)
@@ -97,15 +126,103 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
     return redirect("collection", collection.pk)
 
 
-def _collection_context(collection: Collection, role: Role | None, form: RenameCollectionForm) -> dict[str, object]:
+def _collection_context(
+    collection: Collection,
+    role: Role | None,
+    form: RenameCollectionForm,
+    settings_form: CollectionSettingsForm | None = None,
+) -> dict[str, object]:
+    can_write = role is not None and role.at_least(Role.EDITOR)
+    can_manage = role == Role.ADMIN
+    documents = list(collection.documents.order_by("rel_path"))
+    for document in documents:
+        document.type_label = type_label(document.mime)  # type: ignore[attr-defined]
     return {
-        "documents": collection.documents.order_by("rel_path"),
+        "documents": documents,
         "collection": collection,
         "role": role,
-        "can_write": role is not None and role.at_least(Role.EDITOR),
-        "can_manage": role == Role.ADMIN,
+        "can_write": can_write,
+        "can_manage": can_manage,
         "form": form,
+        "versions": _versions(collection) if can_write else [],
+        "settings_form": (settings_form or CollectionSettingsForm.for_collection(collection.settings or {}))
+        if can_manage
+        else None,
+        "max_upload_mb": settings.MAX_UPLOAD_MB,
+        "js_strings": _collection_strings(),
     }
+
+
+TYPE_LABELS = {
+    "application/pdf": "PDF",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "Word",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "PowerPoint",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "Excel",
+    "text/markdown": "Markdown",
+    "text/plain": "Text",
+    "text/csv": "CSV",
+}
+
+
+def type_label(mime: str) -> str:
+    """A short name for a sniffed type: "PDF", "Word", "PNG", "MP4"."""
+    if mime in TYPE_LABELS:
+        return TYPE_LABELS[mime]
+    subtype = mime.rpartition("/")[2].removeprefix("x-").split("+")[0].split(";")[0]
+    return subtype.upper() if len(subtype) <= 5 else subtype
+
+
+def _collection_strings() -> dict[str, str]:
+    """What collection.js says, translated here (%(name)s placeholders filled in the browser)."""
+    return {
+        "uploading": _("Uploading %(percent)s%%"),
+        "waiting": _("Uploaded; waiting to be indexed"),
+        "parsing": _("Parsing pages %(done)s/%(total)s"),
+        "parsing_count": _("Parsing page %(done)s"),
+        "done_one": _("Done: 1 page"),
+        "done": _("Done: %(pages)s pages"),
+        "unchanged": _("Unchanged: already indexed"),
+        "failed": _("Failed: %(error)s"),
+        "upload_failed": _("The upload failed (%(status)s)."),
+        "network": _("The upload was interrupted. Check the connection and try again."),
+        "too_large": _("Larger than the %(limit)s MB upload limit."),
+        "forbidden": _("You may not upload to this collection."),
+        "offline": _("Live progress is unavailable; checking every few seconds instead."),
+        "confirm_reindex": _("Build a new index version? The active one keeps answering until it is complete."),
+        "confirm_rollback": _("Go back to the previous index version?"),
+        "confirm_activate": _("Make version %(number)s the active one?"),
+        "version_started": _("Building version %(number)s."),
+        "version_active": _("Version %(number)s is now active."),
+        "action_failed": _("That did not work: %(detail)s"),
+    }
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    version: IndexVersion
+    active: bool
+    done: int  # documents finished building (a building version only)
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 100
+
+
+def _versions(collection: Collection) -> list[VersionRow]:
+    """The kept index versions, newest first; a building one with how many of its runs ended."""
+    from ingestion.models import IngestionRun
+
+    versions = list(collection.index_versions.order_by("-number"))
+    building = [v.pk for v in versions if v.status == IndexVersion.Status.BUILDING]
+    ended = [IngestionRun.Status.SUCCEEDED, IngestionRun.Status.FAILED, IngestionRun.Status.CANCELLED]
+    counts = {
+        row["index_version_id"]: (row["done"], row["total"])
+        for row in IngestionRun.objects.filter(index_version_id__in=building)
+        .values("index_version_id")
+        .annotate(total=Count("pk"), done=Count("pk", filter=Q(status__in=ended)))
+    }
+    return [VersionRow(v, v.pk == collection.active_version_id, *counts.get(v.pk, (0, 0))) for v in versions]
 
 
 @login_required

@@ -32,6 +32,11 @@ PAGES: dict[str, dict[str, str]] = {
     "collection-rename": {"collection_id": "team_collection"},
     "collection-upload": {"collection_id": "private"},
     "collection-delete": {"collection_id": "team_collection"},
+    "collection-settings": {"collection_id": "private"},
+    "document": {"document_id": "document"},
+    "document-page": {"document_id": "document", "number": "version_number"},  # 1: the fixture's page 1
+    "document-delete": {"document_id": "document"},
+    "document-rerun": {"document_id": "document"},
     "team": {"team_id": "team"},
     "member-role": {"team_id": "team", "membership_id": "membership"},
     "member-remove": {"team_id": "team", "membership_id": "membership"},
