@@ -45,14 +45,14 @@ PAGES: dict[str, dict[str, str]] = {
     "my-memory-delete-all": {},
     "my-memory-edit": {"memory_id": "memory"},
     "my-memory-delete": {"memory_id": "memory"},
+    "chat": {},
+    "chat-conversation": {"conversation_id": "conversation"},
+    "chat-delete": {"conversation_id": "conversation"},
 }
 API: dict[str, dict[str, str]] = {
     "api-root": {},
     "team-list": {},
     "collection-list": {},
-    "chat": {},
-    "chat-conversation": {"conversation_id": "conversation"},
-    "chat-delete": {"conversation_id": "conversation"},
     "token-list": {},
     "team-detail": {"pk": "team"},
     "collection-detail": {"pk": "private"},

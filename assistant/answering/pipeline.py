@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +136,7 @@ def started(session: Session) -> Event:
     return {"type": "started", "conversation": session.conversation.pk, "message": session.question_message.pk}
 
 
-def answer_events(session: Session, **options: Any) -> Iterator[Event]:
+def answer_events(session: Session, **options: Any) -> Generator[Event, None, None]:
     """`started`, then the answer's events: for callers that read it all in one thread."""
     yield started(session)
     yield from run(session, **options)
