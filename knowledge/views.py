@@ -187,7 +187,6 @@ def _collection_strings() -> dict[str, str]:
         "network": _("The upload was interrupted. Check the connection and try again."),
         "too_large": _("Larger than the %(limit)s MB upload limit."),
         "forbidden": _("You may not upload to this collection."),
-        "offline": _("Live progress is unavailable; checking every few seconds instead."),
         "confirm_reindex": _("Build a new index version? The active one keeps answering until it is complete."),
         "confirm_rollback": _("Go back to the previous index version?"),
         "confirm_activate": _("Make version %(number)s the active one?"),
