@@ -401,11 +401,12 @@ function showCitation(cited) {
     show(noPicture);
   };
   pageImage.onload = () => {
+    show(pageView); // only now: never the previous citation's page under this one's title
     if (!placeBox(location.bbox, cited.page_width, cited.page_height)) return;
     box.scrollIntoView({ block: "center" });
   };
+  pageImage.removeAttribute("src");
   pageImage.src = cited.thumbnail_url;
-  show(pageView);
 }
 
 // The bbox is in the page's own units (PDF points, pixels of a picture): as a share of the
