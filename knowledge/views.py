@@ -26,7 +26,7 @@ from knowledge.forms import (
     TeamForm,
     TokenForm,
 )
-from knowledge.models import ApiToken, Collection, IndexVersion, Membership, Role, Team
+from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Role, Team
 from portal.typing import AuthedRequest
 
 
@@ -36,7 +36,18 @@ def dashboard(request: AuthedRequest) -> HttpResponse:
 
 
 def _dashboard(request: AuthedRequest, form: CollectionForm, status: int = 200) -> HttpResponse:
-    collections = Collection.objects.visible_to(request.user).select_related("owner_team", "owner_user")
+    collections = (
+        Collection.objects.visible_to(request.user)
+        .select_related("owner_team", "owner_user")
+        .annotate(
+            document_count=Count("documents"),
+            ready_count=Count("documents", filter=Q(documents__status=Document.Status.READY)),
+            working_count=Count(
+                "documents", filter=Q(documents__status__in=[Document.Status.PENDING, Document.Status.PROCESSING])
+            ),
+            failed_count=Count("documents", filter=Q(documents__status=Document.Status.FAILED)),
+        )
+    )
     teams = Membership.objects.filter(user=request.user).select_related("team").order_by("team__name")
     context = {"collections": collections, "memberships": teams, "form": form}
     return render(request, "knowledge/dashboard.html", context, status=status)

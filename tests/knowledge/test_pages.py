@@ -132,3 +132,21 @@ def test_it_renders_pages_in_chinese(client, alice):
     page = client.get(reverse("dashboard")).content.decode()
     assert 'lang="zh-hans"' in page
     assert "新建知识库" in page
+
+
+def test_the_dashboard_counts_each_collections_documents_by_status(client, alice, bob, private_collection):
+    from knowledge import actions
+    from knowledge.models import Document
+
+    for name in ("a.md", "b.md", "c.md"):
+        actions.do_add_document(private_collection, name, f"# {name}".encode(), enqueue=False)
+    Document.objects.filter(name="a.md").update(status=Document.Status.READY)
+    Document.objects.filter(name="b.md").update(status=Document.Status.FAILED)
+    client.force_login(alice)
+    row = client.get(reverse("dashboard")).content.decode().split("Alice&#x27;s notes", 1)[1].split("</tr>", 1)[0]
+    assert '<td class="count">3</td>' in row
+    assert "Indexing: 1" in row
+    assert "Failed: 1" in row
+    assert "All ready" not in row
+    client.force_login(bob)
+    assert "Alice&#x27;s notes" not in client.get(reverse("dashboard")).content.decode()
