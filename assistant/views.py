@@ -138,7 +138,7 @@ def _page(
     status: int = 200,
 ) -> HttpResponse:
     query = " ".join(request.GET.get("q", "").split())
-    items = store.search(request.user, query, limit=SEARCH_LIMIT) if query else store.all(request.user)
+    items = store.search(request.user, query, limit=SEARCH_LIMIT) if query else store.listing(request.user)
     page = Paginator(items, PER_PAGE).get_page(request.GET.get("page"))
     rows = [_row(store, request, item, (invalid or {}).get(item.id)) for item in page]
     context = {

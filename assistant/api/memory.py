@@ -92,7 +92,7 @@ class MemoryViewSet(viewsets.GenericViewSet[Any]):
     def list(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         user = request_user(request)
-        items = store().search(user, query, limit=MAX_SEARCH_RESULTS) if query else store().all(user)
+        items = store().search(user, query, limit=MAX_SEARCH_RESULTS) if query else store().listing(user)
         page = self.paginate_queryset(items)
         return self.get_paginated_response(MemorySerializer(page, many=True).data)  # type: ignore[arg-type]
 

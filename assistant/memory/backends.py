@@ -211,6 +211,30 @@ class PortalPGVector(PGVector):
             rows = cur.fetchall()
         return [[Row(id=str(r[0]), score=None, payload=r[1]) for r in rows]]
 
+    def page(self, user_id: str, limit: int, offset: int) -> builtins.list[Row]:
+        """One page of a user's rows, newest first, read in SQL (not the whole list)."""
+        _require_user({"user_id": user_id})
+        self._ensure_collection()
+        with self._get_cursor() as cur:
+            cur.execute(
+                sql.SQL(
+                    "SELECT id, payload FROM {} WHERE payload->>'user_id' = %s "
+                    "ORDER BY payload->>'created_at' DESC, id LIMIT %s OFFSET %s"
+                ).format(self._col()),
+                (user_id, limit, offset),
+            )
+            return [Row(id=str(r[0]), score=None, payload=r[1]) for r in cur.fetchall()]
+
+    def count(self, user_id: str) -> int:
+        _require_user({"user_id": user_id})
+        self._ensure_collection()
+        with self._get_cursor() as cur:
+            cur.execute(
+                sql.SQL("SELECT count(*) FROM {} WHERE payload->>'user_id' = %s").format(self._col()), (user_id,)
+            )
+            row = cur.fetchone()
+        return int(row[0]) if row else 0
+
     def exists(self, user_id: str, digest: str) -> bool:
         """Whether the user already has a memory with this text (its md5, as mem0 stores it)."""
         self._ensure_collection()

@@ -14,10 +14,11 @@ import logging
 import re
 import threading
 import uuid
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from django.conf import settings
 from django.db import connections
@@ -112,6 +113,11 @@ class Memories:
             )
         ]
         return [_item(row) for row in rows[:limit]]
+
+    def listing(self, user: AnyUser) -> Listing:
+        """The user's memories, newest first, read a page at a time when sliced (Django's
+        Paginator and DRF's pagination take it like a queryset)."""
+        return Listing(self._store, uid_of(user))
 
     def all(self, user: AnyUser) -> list[MemoryItem]:
         """All the user's memories, newest first."""
@@ -240,6 +246,54 @@ class Memories:
         if entities is not None:
             entities.close()
         self._mem0.close()
+
+
+class Listing(Sequence[MemoryItem]):
+    def __init__(self, store: backends.PortalPGVector, uid: str) -> None:
+        self._store, self._uid = store, uid
+        self._count: int | None = None
+
+    def __len__(self) -> int:  # what Paginator and DRF count (once per listing)
+        if self._count is None:
+            self._count = self._store.count(self._uid)
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> MemoryItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[MemoryItem]: ...
+
+    def __getitem__(self, index: int | slice) -> MemoryItem | list[MemoryItem]:
+        if isinstance(index, int):
+            found = self[index : index + 1] if index >= 0 else []
+            if not found:
+                raise IndexError(index)
+            return found[0]
+        if index.step not in (None, 1):
+            raise TypeError("a memory listing is read by contiguous slices")
+        start = max(index.start or 0, 0)
+        stop = len(self) if index.stop is None else max(index.stop, start)
+        rows = self._store.page(self._uid, stop - start, start)
+        return [_row_item(row) for row in rows if row.payload and row.payload.get("user_id") == self._uid]
+
+
+# The payload keys mem0 keeps for itself; the rest is the memory's metadata.
+CORE_KEYS = {"data", "hash", "created_at", "updated_at", "text_lemmatized", "user_id", "role", "attributed_to"}
+
+
+def _row_item(row: Any) -> MemoryItem:
+    """A row read by the portal's own SQL, as mem0 would have shaped it."""
+    payload = row.payload or {}
+    return _item(
+        {
+            "id": row.id,
+            "memory": payload.get("data", ""),
+            "created_at": payload.get("created_at"),
+            "updated_at": payload.get("updated_at"),
+            "metadata": {key: value for key, value in payload.items() if key not in CORE_KEYS},
+        }
+    )
 
 
 def _item(row: dict[str, Any]) -> MemoryItem:

@@ -353,3 +353,17 @@ def test_edits_are_checked(alice):
         memories().update(alice, mine, "")
     with pytest.raises(MemoryInputError):
         memories().update(alice, mine, "长" * 2001)
+
+
+def test_a_long_memory_list_is_read_a_page_at_a_time(api, alice, bob):
+    texts = [f"用户的第 {n} 条记忆" for n in range(5)]
+    for text in texts:
+        add(alice, text)
+    add(bob, "bob 的记忆")
+    listing = memories().listing(alice)
+    assert len(listing) == 5
+    assert [item.text for item in listing[1:3]] == [texts[3], texts[2]]  # newest first
+    token_for(api, alice)
+    body = api.get("/api/memories/", {"limit": 2, "offset": 1}).json()
+    assert body["count"] == 5
+    assert [row["text"] for row in body["results"]] == [texts[3], texts[2]]
