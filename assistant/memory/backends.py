@@ -130,9 +130,18 @@ class RecordingOpenAILLM(OpenAILLM):
         return output
 
 
+# In nearly every memory ("用户喜欢…", "User prefers…"): matching on them says nothing and
+# would make every memory a keyword candidate.
+MEMORY_STOPWORDS = frozenset({"用户", "user"})
+
+
+def memory_terms(text: str) -> list[str]:
+    return sorted(term for term in terms(text) if term not in MEMORY_STOPWORDS)
+
+
 def keyword_text(text: str) -> str:
     """The jieba terms of `text`, space-separated: what keyword matching compares."""
-    return " ".join(sorted(terms(text)))
+    return " ".join(memory_terms(text))
 
 
 class PortalPGVector(PGVector):
@@ -174,7 +183,7 @@ class PortalPGVector(PGVector):
         """Memories sharing jieba terms with the query, scored by the share of the query's
         terms each holds (mem0 issue #4884: its keyword path does not segment Chinese)."""
         _require_user(filters)
-        wanted = sorted(terms(query))[:MAX_QUERY_TERMS]
+        wanted = memory_terms(query)[:MAX_QUERY_TERMS]
         if not wanted:
             return []
         self._ensure_collection()
