@@ -3,11 +3,13 @@ pages, delete, download the original, fetch a page render. Every lookup goes thr
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpResponse
+from django.http.response import HttpResponseBase
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -151,12 +153,55 @@ class DocumentPagesView(generics.ListAPIView[Page]):
 
 
 class DocumentOriginalView(APIView):
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
-    def get(self, request: Request, pk: int) -> FileResponse:
+    """The file as uploaded. Byte ranges (`Range: bytes=a-b`) are served, so that a video
+    citation opens at its moment (`…/original/#t=65`) and can be scrubbed."""
+
+    @extend_schema(
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            (206, "application/octet-stream"): OpenApiTypes.BINARY,
+        }
+    )
+    def get(self, request: Request, pk: int) -> HttpResponseBase:
         document = access_document(request.user, pk)
-        return FileResponse(
-            document.file.open("rb"), as_attachment=True, filename=document.name, content_type=document.mime
-        )
+        size = document.file.size
+        wanted = byte_range(request.headers.get("Range", ""), size)
+        if wanted is None:
+            response: HttpResponseBase = FileResponse(
+                document.file.open("rb"), as_attachment=True, filename=document.name, content_type=document.mime
+            )
+        elif wanted == UNSATISFIABLE:
+            response = HttpResponse(status=416)
+            response["Content-Range"] = f"bytes */{size}"
+        else:
+            start, end = wanted
+            with document.file.open("rb") as original:
+                original.seek(start)
+                response = HttpResponse(original.read(end - start + 1), status=206, content_type=document.mime)
+            response["Content-Range"] = f"bytes {start}-{end}/{size}"
+        response["Accept-Ranges"] = "bytes"
+        return response
+
+
+UNSATISFIABLE = (-1, -1)
+MAX_RANGE = 8 << 20  # bytes sent for one open-ended range; players ask for the rest
+
+
+def byte_range(header: str, size: int) -> tuple[int, int] | None:
+    """(first, last) byte of a single `bytes=` range, clipped to the file; None for no (or an
+    unreadable, or a multi-part) range: the whole file; UNSATISFIABLE past its end."""
+    match = re.fullmatch(r"\s*bytes=(\d*)-(\d*)\s*", header)
+    if not match or not any(match.groups()):
+        return None
+    first, last = match.groups()
+    if not first:  # the last N bytes
+        start, end = max(size - int(last), 0), size - 1
+    else:
+        start = int(first)
+        end = min(int(last), size - 1) if last else min(start + MAX_RANGE - 1, size - 1)
+    if start >= size or end < start:
+        return UNSATISFIABLE
+    return start, end
 
 
 class PageRenderView(APIView):

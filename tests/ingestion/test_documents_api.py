@@ -131,3 +131,30 @@ def test_hostile_and_long_names_are_stored_safely_with_their_extension(api, alic
     for document in stored:
         assert ".." not in document.file.name
         assert document.file.name.startswith(f"collections/{private_collection.pk}/originals/")
+
+
+@pytest.mark.parametrize(
+    ("header", "status", "content_range", "body"),
+    [
+        ("bytes=0-9", 206, "bytes 0-9/40", b"0123456789"),
+        ("bytes=30-", 206, "bytes 30-39/40", b"0123456789"),
+        ("bytes=-5", 206, "bytes 35-39/40", b"56789"),
+        ("bytes=35-100", 206, "bytes 35-39/40", b"56789"),
+        ("bytes=40-", 416, "bytes */40", b""),
+        ("bytes=0-1,5-6", 200, None, b"0123456789" * 4),  # several ranges: the whole file
+        ("", 200, None, b"0123456789" * 4),
+    ],
+)
+def test_an_original_is_served_in_byte_ranges_for_video_seeking(
+    api, alice, private_collection, header, status, content_range, body
+):
+    from knowledge import actions
+
+    document, _run = actions.do_add_document(private_collection, "clip.txt", b"0123456789" * 4, enqueue=False)
+    token_for(api, alice)
+    response = api.get(f"/api/documents/{document.pk}/original/", HTTP_RANGE=header)
+    assert response.status_code == status
+    assert response["Accept-Ranges"] == "bytes"
+    assert response.get("Content-Range") == content_range
+    content = b"".join(response.streaming_content) if response.streaming else response.content
+    assert content == body
