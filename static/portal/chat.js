@@ -387,6 +387,9 @@ function resetDialog(title, place, path, snippet) {
 
 function showCitation(cited) {
   resetDialog(`[${cited.n}] ${cited.file}`, cited.place, cited.path, cited.snippet ?? "");
+  const open = dialog.querySelector(".citation-open");
+  open.href = `/documents/${cited.document_id}/pages/${cited.page}/?chunk=${cited.chunk_id}`;
+  show(open.parentElement, Boolean(cited.document_id && cited.page));
   const location = cited.location ?? {};
   const start = location.t_start;
   if (cited.page_kind === "video_segment" || (start !== null && start !== undefined)) {

@@ -101,6 +101,8 @@ def test_upload_ask_cite_remember_and_charlie_sees_nothing(
         if f"/pages/{leave_page.pk}/" in opened[-1]:
             assert page.locator("dialog#citation-dialog .bbox").is_visible()  # the cited lines, boxed
             page.screenshot(path=str(shots() / "04-citation.png"))
+            opens = page.locator("dialog#citation-dialog a.citation-open").get_attribute("href") or ""
+            assert opens.startswith(f"/documents/{leave_page.document_id}/pages/2/?chunk="), opens
             break
         page.keyboard.press("Escape")
     assert any(f"/pages/{leave_page.pk}/" in src for src in opened), (answer, opened)
@@ -117,6 +119,22 @@ def test_upload_ask_cite_remember_and_charlie_sees_nothing(
     assert remembered
     assert all(text[:20] in page.content() for text in remembered)
 
+    # The other pages, for the record (CI keeps the screenshots), and the chat on a phone.
+    document = Document.objects.get(collection=collection, name=pdf.name)
+    for name, path in (
+        ("07-document", f"/documents/{document.pk}/"),
+        ("08-document-page", f"/documents/{document.pk}/pages/2/"),
+        ("09-teams", "/teams/"),
+        ("10-tokens", "/tokens/"),
+        ("11-account", "/accounts/email/"),
+    ):
+        assert page.goto(f"{base}{path}").status == 200, path
+        page.screenshot(path=str(shots() / f"{name}.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{base}/chat/{alice.conversations.get().pk}/")
+    page.screenshot(path=str(shots() / "12-chat-phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
     # charlie: no collection, no conversation, no memory of alice's, and 404 on her pages.
     page.context.clear_cookies()
     log_in(page, base, "charlie@example.com")
@@ -125,6 +143,6 @@ def test_upload_ask_cite_remember_and_charlie_sees_nothing(
     assert QUESTION[:10] not in page.content()
     page.goto(f"{base}/memory/")
     assert all(text[:20] not in page.content() for text in remembered)
-    page.screenshot(path=str(shots() / "06-charlie-memory.png"), full_page=True)
+    page.screenshot(path=str(shots() / "13-charlie-memory.png"), full_page=True)
     for path in (f"/collections/{collection.pk}/", f"/chat/{alice.conversations.get().pk}/"):
         assert page.goto(f"{base}{path}").status == 404
