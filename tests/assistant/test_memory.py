@@ -367,3 +367,14 @@ def test_a_long_memory_list_is_read_a_page_at_a_time(api, alice, bob):
     body = api.get("/api/memories/", {"limit": 2, "offset": 1}).json()
     assert body["count"] == 5
     assert [row["text"] for row in body["results"]] == [texts[3], texts[2]]
+
+
+def test_manage_py_chat_shows_the_memories_it_used(monkeypatch):
+    import io
+
+    carol = make_user("carol")
+    add(carol, PREFERENCE)
+    monkeypatch.setitem(registry._instances, "chat", ScriptedChat(answer="你喜欢表格。"))
+    out = io.StringIO()
+    call_command("chat", user=carol.email, questions=["我喜欢什么形式的回答？"], stdout=out)
+    assert f"[memory] {PREFERENCE}" in out.getvalue()

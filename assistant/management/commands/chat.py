@@ -88,6 +88,8 @@ class Command(BaseCommand):
                     out.write(f"  {number}. {step}")
             elif kind == "step.result":
                 out.write(f"[step {event['step']}] {len(event['hits'])} passages found")
+            elif kind == "memory.used" and event["memories"]:
+                out.write("[memory] " + " | ".join(memory["text"] for memory in event["memories"]))
             elif kind == "retrieval":
                 out.write(f"[retrieval] {len(event['sources'])} passages found\n")
             elif kind == "answer.delta":
