@@ -230,6 +230,10 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     numbers: list[int] = []
     indexed = kept = written = 0
     last_event = 0.0
+    total = parser.count(Path(document.file.path))
+    if total:
+        IngestionRun.objects.filter(pk=run.pk).update(total=total)
+        run.total = total
     for parsed in parser.pages(Path(document.file.path)):
         page = _save_page(document, parsed)
         numbers.append(parsed.number)
@@ -438,7 +442,13 @@ def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
         raise CancelledError
     if run.document_id is None or time.monotonic() - last_event < EVENT_INTERVAL:
         return False
-    event = {"type": "document.progress", "document": run.document_id, "run": run.pk, "pages_done": pages}
+    event = {
+        "type": "document.progress",
+        "document": run.document_id,
+        "run": run.pk,
+        "pages_done": pages,
+        "pages_total": run.total,  # None when the format cannot tell before parsing
+    }
     send_collection_event_on_commit(run.collection_id, event)
     return True
 

@@ -90,6 +90,12 @@ class Parser(ABC):
     def pages(self, path: Path) -> Iterator[ParsedPage]:
         """Yield the file's pages in order; raise ParseError for a file it cannot read."""
 
+    def count(self, path: Path) -> int | None:
+        """How many pages `pages` will yield, when that is cheap to know before parsing (for
+        "page 3 of 10" progress); None otherwise, or when the file cannot be read (`pages`
+        says why)."""
+        return None
+
 
 _REGISTRY: dict[str, type[Parser]] = {}
 

@@ -29,6 +29,15 @@ LITTLE_TEXT_CHARS = 200
 class PdfParser(Parser):
     mime_types = ("application/pdf",)
 
+    def count(self, path: Path) -> int | None:
+        import pymupdf
+
+        try:
+            with pymupdf.open(path, filetype="pdf") as document:
+                return None if document.needs_pass else int(document.page_count)
+        except Exception:  # damaged: pages() reports it
+            return None
+
     def pages(self, path: Path) -> Iterator[ParsedPage]:
         import pymupdf
 

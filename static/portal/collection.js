@@ -38,7 +38,7 @@ function handle(event) {
   if (event.document !== undefined) latest.set(event.document, event);
   const row = rows.get(event.document);
   if (event.type === "document.progress") {
-    if (row) row.parsing(event.pages_done);
+    if (row) row.parsing(event.pages_done, event.pages_total);
     updateStatusCell(event.document, "processing");
   } else if (event.type === "document.ready") {
     if (row) row.done(event.pages);
@@ -147,7 +147,8 @@ class UploadRow {
     this.name.replaceChildren(link);
   }
 
-  parsing(done) {
+  parsing(done, total) {
+    if (total) this.total = total;
     if (this.total && done <= this.total) {
       this.bar.max = this.total;
       this.bar.value = done;

@@ -235,3 +235,15 @@ def test_it_adds_a_page_summary_when_the_collection_asks(db, private_collection,
     assert 0 < len(summary.text) < len(text)
     assert summary.location["heading_path"] == ["差旅制度"]
     assert summary.embedding is not None
+
+
+def test_a_pdfs_progress_says_how_many_pages_it_has(db, private_collection, embedder, tmp_path, monkeypatch):
+    sent: list[dict] = []
+    monkeypatch.setattr("ingestion.pipeline.EVENT_INTERVAL", 0.0)
+    monkeypatch.setattr("ingestion.pipeline.send_collection_event_on_commit", lambda _id, event: sent.append(event))
+    _document, run = add(private_collection, "handbook.pdf", handbook_pdf(tmp_path / "h.pdf").read_bytes())
+    run_it(run, embedder)
+    progress = [(event["pages_done"], event["pages_total"]) for event in sent if event["type"] == "document.progress"]
+    assert progress == [(1, 2), (2, 2)]
+    run.refresh_from_db()
+    assert run.total == 2
