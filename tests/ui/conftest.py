@@ -36,8 +36,16 @@ def page(monkeypatch, tmp_path) -> Iterator[object]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1280, "height": 800})
-        yield context.new_page()
+        page = context.new_page()
+        # Anything the Content-Security-Policy blocked (an inline script, a foreign source).
+        refused: list[str] = []
+        page.on(
+            "console",
+            lambda message: refused.append(message.text) if "Content Security Policy" in message.text else None,
+        )
+        yield page
         context.close()
+        assert refused == [], refused
         browser.close()
         # ORM calls made while Playwright's loop runs get their own connection (Django keeps
         # connections per async context); close it here, or the test database cannot be dropped.
