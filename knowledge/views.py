@@ -27,6 +27,7 @@ from knowledge.forms import (
     TokenForm,
 )
 from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Role, Team
+from portal.limits import allow
 from portal.typing import AuthedRequest
 
 
@@ -123,6 +124,13 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
     files = request.FILES.getlist("files")
     if not files:
         messages.error(request, _("Choose one or more files to upload."))
+    elif not allow("uploads", request.user.pk, settings.UPLOAD_FILES_PER_MINUTE, len(files)):
+        messages.error(
+            request,
+            _("Too many files uploaded this minute (at most %(count)d a minute): wait and send them again.")
+            % {"count": settings.UPLOAD_FILES_PER_MINUTE},
+        )
+        files = []
     for upload in files:
         name = upload.name or "upload"
         try:

@@ -182,6 +182,10 @@ WHITENOISE_USE_FINDERS = True
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media").resolve()
 MAX_UPLOAD_MB = env_int("PORTAL_MAX_UPLOAD_MB", 200, minimum=1)
+# Files in one upload request (more is a 400 before any is read) and per user per minute
+# (page and API together; more is a 429 / a message, nothing stored).
+DATA_UPLOAD_MAX_NUMBER_FILES = env_int("PORTAL_MAX_FILES_PER_UPLOAD", 100, minimum=1)
+UPLOAD_FILES_PER_MINUTE = env_int("PORTAL_UPLOAD_FILES_PER_MINUTE", 200, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 REST_FRAMEWORK = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpResponse
@@ -14,6 +15,7 @@ from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import Throttled
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,8 +24,10 @@ from rest_framework.views import APIView
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
 from knowledge.api.serializers import DocumentSerializer, PageSerializer
+from knowledge.api.views import request_user
 from knowledge.models import Collection, Document, IndexVersion, Page, PageImage
 from knowledge.renders import ensure_render
+from portal.limits import allow
 
 COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 UPLOAD_RESULT = inline_serializer(
@@ -81,6 +85,11 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
         files = request.FILES.getlist("files")
         if not files:
             return Response({"detail": ["Send the files as multipart field “files”."]}, status=400)
+        if not allow("uploads", request_user(request).pk, settings.UPLOAD_FILES_PER_MINUTE, len(files)):
+            raise Throttled(
+                detail=_("Too many files uploaded this minute (at most %(count)d a minute): wait and send them again.")
+                % {"count": settings.UPLOAD_FILES_PER_MINUTE}
+            )
         results = []
         for upload in files:
             name = upload.name or "upload"

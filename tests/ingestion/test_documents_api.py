@@ -158,3 +158,33 @@ def test_an_original_is_served_in_byte_ranges_for_video_seeking(
     assert response.get("Content-Range") == content_range
     content = b"".join(response.streaming_content) if response.streaming else response.content
     assert content == body
+
+
+def test_uploads_are_limited_per_request_and_per_minute(api, alice, private_collection, settings, client, monkeypatch):
+    import random
+    import uuid
+
+    from knowledge.models import Document
+
+    minute = random.randrange(10**9)  # one minute of its own: no count from elsewhere, no rollover
+    monkeypatch.setattr("portal.limits._minute", lambda: minute)
+    settings.UPLOAD_FILES_PER_MINUTE = 3
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 4
+    token_for(api, alice)
+    tag = uuid.uuid4().hex
+    assert upload(api, private_collection.pk, *[(f"{tag}{n}.md", b"# a") for n in range(5)]).status_code == 400
+    assert upload(api, private_collection.pk, (f"{tag}a.md", b"# a"), (f"{tag}b.md", b"# b")).status_code == 201
+    refused = upload(api, private_collection.pk, (f"{tag}c.md", b"# c"), (f"{tag}d.md", b"# d"))
+    assert refused.status_code == 429
+    assert "Too many files uploaded this minute (at most 3 a minute)" in refused.json()["detail"]
+    client.force_login(alice)  # the page shares the count
+    page = client.post(
+        f"/collections/{private_collection.pk}/upload/",
+        {"files": [SimpleUploadedFile(f"{tag}e.md", b"# e")]},
+        follow=True,
+    )
+    assert "Too many files uploaded this minute" in page.content.decode()
+    assert sorted(Document.objects.filter(collection=private_collection).values_list("name", flat=True)) == [
+        f"{tag}a.md",
+        f"{tag}b.md",
+    ]
