@@ -230,15 +230,7 @@ class Memories:
     def _erase_history(self, ids: list[str], *, scope: str | None) -> None:
         history = self._mem0.db
         with history._lock:
-            for start in range(0, len(ids), 500):
-                batch = ids[start : start + 500]
-                history.connection.execute(
-                    f"DELETE FROM history WHERE memory_id IN ({','.join('?' * len(batch))})",  # noqa: S608 (placeholders)
-                    batch,
-                )
-            if scope is not None:
-                history.connection.execute("DELETE FROM messages WHERE session_scope = ?", (scope,))
-            history.connection.commit()
+            erase_history(history.connection, ids, scope=scope)
 
     def close(self) -> None:
         self._store.close()
@@ -343,13 +335,24 @@ def forget_user(uid: str) -> int:
         )
         ids = [str(row[0]) for row in cursor.fetchall()]
     history = settings.MEM0_DIR / "history.db"
-    if ids and history.exists():
+    if history.exists():
         import sqlite3
 
-        with closing(sqlite3.connect(history)) as db, db:
-            db.executemany("DELETE FROM history WHERE memory_id = ?", [(memory_id,) for memory_id in ids])
-            db.execute("DELETE FROM messages WHERE session_scope = ?", (f"user_id={uid}",))
+        with closing(sqlite3.connect(history)) as db:
+            erase_history(db, ids, scope=f"user_id={uid}")
     return len(ids)
+
+
+def erase_history(db: Any, ids: list[str], *, scope: str | None) -> None:
+    """Delete from mem0's SQLite history the changes of these memories (mem0 keeps a deleted
+    memory's text there) and, with a scope ("user_id=<uid>"), its copy of that user's recent
+    messages."""
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        db.execute(f"DELETE FROM history WHERE memory_id IN ({','.join('?' * len(batch))})", batch)  # noqa: S608
+    if scope is not None:
+        db.execute("DELETE FROM messages WHERE session_scope = ?", (scope,))
+    db.commit()
 
 
 # One per process, built on first use (the embedder and a connection pool).
