@@ -27,7 +27,7 @@ from knowledge.forms import (
     TokenForm,
 )
 from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Role, Team
-from portal.limits import allow
+from portal.limits import upload_refused
 from portal.typing import AuthedRequest
 
 
@@ -78,8 +78,7 @@ def collection_create(request: AuthedRequest) -> HttpResponse:
 def collection_detail(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id)
     role = collection_role(request.user, collection)
-    form = RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
-    return render(request, "knowledge/collection.html", _collection_context(collection, role, form))
+    return render(request, "knowledge/collection.html", _collection_context(collection, role, _rename_form(collection)))
 
 
 @login_required
@@ -94,8 +93,7 @@ def collection_settings(request: AuthedRequest, collection_id: int) -> HttpRespo
         messages.success(request, _("Settings saved. Changed chunking is applied by a new index version."))
         return redirect("collection", collection.pk)
     role = collection_role(request.user, collection)
-    rename = RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
-    context = _collection_context(collection, role, rename, settings_form=form)
+    context = _collection_context(collection, role, _rename_form(collection), settings_form=form)
     return render(request, "knowledge/collection.html", context, status=400)
 
 
@@ -124,12 +122,8 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
     files = request.FILES.getlist("files")
     if not files:
         messages.error(request, _("Choose one or more files to upload."))
-    elif not allow("uploads", request.user.pk, settings.UPLOAD_FILES_PER_MINUTE, len(files)):
-        messages.error(
-            request,
-            _("Too many files uploaded this minute (at most %(count)d a minute): wait and send them again.")
-            % {"count": settings.UPLOAD_FILES_PER_MINUTE},
-        )
+    elif refused := upload_refused(request.user.pk, len(files)):
+        messages.error(request, refused)
         files = []
     for upload in files:
         name = upload.name or "upload"
@@ -143,6 +137,10 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
         else:
             messages.success(request, _("“%(name)s” uploaded; indexing has started.") % {"name": name})
     return redirect("collection", collection.pk)
+
+
+def _rename_form(collection: Collection) -> RenameCollectionForm:
+    return RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
 
 
 def _collection_context(

@@ -8,6 +8,7 @@ from functools import cache
 
 import redis
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 
 @cache
@@ -27,3 +28,13 @@ def allow(kind: str, user_id: int, per_minute: int, amount: int = 1) -> bool:
     pipe.expire(key, 120)
     count, _ = pipe.execute()
     return int(count) <= per_minute
+
+
+def upload_refused(user_id: int, files: int) -> str | None:
+    """Count `files` uploaded files; the message to show when that is over
+    PORTAL_UPLOAD_FILES_PER_MINUTE (page and API alike), else None."""
+    if allow("uploads", user_id, settings.UPLOAD_FILES_PER_MINUTE, files):
+        return None
+    return _("Too many files uploaded this minute (at most %(count)d a minute): wait and send them again.") % {
+        "count": settings.UPLOAD_FILES_PER_MINUTE
+    }

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpResponse
@@ -27,7 +26,7 @@ from knowledge.api.serializers import DocumentSerializer, PageSerializer
 from knowledge.api.views import request_user
 from knowledge.models import Collection, Document, IndexVersion, Page, PageImage
 from knowledge.renders import ensure_render
-from portal.limits import allow
+from portal.limits import upload_refused
 
 COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 UPLOAD_RESULT = inline_serializer(
@@ -85,11 +84,9 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
         files = request.FILES.getlist("files")
         if not files:
             return Response({"detail": ["Send the files as multipart field “files”."]}, status=400)
-        if not allow("uploads", request_user(request).pk, settings.UPLOAD_FILES_PER_MINUTE, len(files)):
-            raise Throttled(
-                detail=_("Too many files uploaded this minute (at most %(count)d a minute): wait and send them again.")
-                % {"count": settings.UPLOAD_FILES_PER_MINUTE}
-            )
+        refused = upload_refused(request_user(request).pk, len(files))
+        if refused:
+            raise Throttled(detail=refused)
         results = []
         for upload in files:
             name = upload.name or "upload"
