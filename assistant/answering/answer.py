@@ -156,12 +156,27 @@ def abstains(text: str, used: Sequence[int]) -> bool:
     return not text.strip() or any(marker in lowered for marker in markers)
 
 
-def citation(source: Source, language: Language, *, inferred: bool = False) -> dict[str, Any]:
+def citations(cited: Sequence[tuple[Source, bool]], language: Language) -> list[dict[str, Any]]:
+    """What a client shows for each [n], from (source, inferred) pairs; the pages' sizes are
+    read in one query."""
+    pages = {source.hit.page_id for source, _inferred in cited}
+    sizes = {
+        pk: (width, height)
+        for pk, width, height in Page.objects.filter(pk__in=pages).values_list("pk", "width", "height")
+    }
+    return [
+        citation(source, language, inferred=inferred, size=sizes.get(source.hit.page_id)) for source, inferred in cited
+    ]
+
+
+def citation(
+    source: Source, language: Language, *, inferred: bool = False, size: tuple[Any, Any] | None = None
+) -> dict[str, Any]:
     """What a client shows for [n]; `inferred` when the answer used the passage without writing [n].
     The page's size (points for PDF pages and slides, pixels for pictures: the units of
     `location.bbox`) lets a client scale the bbox onto the page's render."""
     hit = source.hit
-    width, height = Page.objects.filter(pk=hit.page_id).values_list("width", "height").first() or (None, None)
+    width, height = size or (None, None)
     return {
         "inferred": inferred,
         "n": source.number,

@@ -306,9 +306,9 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
     inferred = () if state.abstain else answers.attributed(state.text, sources, used)
     by_number = {source.number: source for source in sources}
-    state.citations = [answers.citation(by_number[number], language) for number in used] + [
-        answers.citation(by_number[number], language, inferred=True) for number in inferred
-    ]
+    state.citations = answers.citations(
+        [(by_number[number], False) for number in used] + [(by_number[number], True) for number in inferred], language
+    )
     yield {"type": "citations", "citations": state.citations}
     if not state.abstain:
         unique = {hit.chunk_id: hit for hit in media_hits}
