@@ -1,6 +1,6 @@
 """What a search may read: the active index versions of the collections the user may see
-(and the request names), as a SQL subquery that every channel embeds in its own WHERE
-clause. Nothing is filtered in Python after ranking."""
+(and the request names), found in SQL once per search and embedded by every channel in its
+own WHERE clause. Nothing is filtered in Python after ranking."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from portal.typing import AnyUser
 
 @dataclass(frozen=True)
 class Scope:
-    sql: str  # SELECT active_version_id FROM … (the user's visible collections)
+    sql: str  # SELECT active_version_id …: the versions below, as SQL that channels embed
     params: tuple[Any, ...]
     versions: tuple[IndexVersion, ...]  # the same versions, loaded, for dims and embedder ids
 
@@ -33,6 +33,11 @@ def scope_of(collections: QuerySet[Collection]) -> Scope:
     test search, where a superuser may test any collection)."""
     # No ORDER BY: Collection's default ordering would sort a subquery that is only matched.
     subquery = collections.filter(active_version__isnull=False).order_by().values("active_version_id")
-    sql, params = subquery.query.sql_with_params()
     versions = tuple(IndexVersion.objects.filter(pk__in=subquery).order_by("pk"))
-    return Scope(sql=sql, params=tuple(params), versions=versions)
+    # The channels read the versions active when the scope was made, not whatever is active
+    # when each of their statements runs: a reindex flipping between two statements would
+    # otherwise leave them reading different versions, and _load keeping none of either.
+    return Scope(sql=PINNED, params=([version.pk for version in versions],), versions=versions)
+
+
+PINNED = "SELECT unnest(%s::bigint[]) AS active_version_id"
