@@ -58,6 +58,8 @@ class Command(BaseCommand):
             except ValidationError as exc:
                 counts["failed"] += 1
                 self.stderr.write(f"skipped {rel_path}: {' '.join(exc.messages)}")
+                # The file is still in the folder: what was stored for it stays.
+                seen.add(_stored_path(rel_path))
                 continue
             seen.add(document.rel_path)
             if run is None:
@@ -73,3 +75,11 @@ class Command(BaseCommand):
                 actions.do_delete_document(document)
                 counts["removed"] += 1
         self.stdout.write(", ".join(f"{value} {key}" for key, value in counts.items()))
+
+
+def _stored_path(rel_path: str) -> str:
+    """The path a document of this file is stored under, or "" for a name that has none."""
+    try:
+        return actions.clean_document_path(rel_path)
+    except ValidationError:
+        return ""
