@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -49,11 +48,12 @@ def main() -> None:
     import django
 
     django.setup()
+    from bench.common import web
     from knowledge import actions
 
     users, keys, target = prepare(args.concurrent)
     try:
-        with Web() as port:
+        with web(LOG) as port:
             results = asyncio.run(measure(port, keys, target.pk, args.repeat, args.concurrent))
     finally:
         team = target.owner_team
@@ -85,63 +85,27 @@ def prepare(count: int) -> tuple[list[Any], list[str], Any]:
     return users, keys, target
 
 
-class Web:
-    """daphne on a free port with this process's settings."""
-
-    def __enter__(self) -> int:
-        import subprocess
-
-        from portal.supervisor import web_command
-        from tests.stack import free_port, http_ok
-
-        self.port = free_port()
-        self.log = open(OUT / "chat-daphne.log", "wb")
-        self.proc = subprocess.Popen(web_command("127.0.0.1", self.port), cwd=ROOT, stdout=self.log, stderr=self.log)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if http_ok(f"http://127.0.0.1:{self.port}/healthz"):  # 503 without a worker: still up
-                return self.port
-            time.sleep(0.3)
-        raise SystemExit(f"daphne did not start; see {LOG}")
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.log.close()
-
-
 async def conversation(port: int, key: str, collection: int, questions: list[str]) -> dict[str, Any]:
     """Ask the questions in one conversation; timings of the last one."""
     import websockets
+
+    from bench.common import ask
 
     url = f"ws://127.0.0.1:{port}/ws/chat/"
     async with websockets.connect(url, additional_headers={"Authorization": f"Token {key}"}) as ws:
         conversation_id = None
         for question in questions:
-            sent = time.perf_counter()
-            await ws.send(json.dumps({"type": "ask", "question": question, "collections": [collection],
-                                      "conversation": conversation_id}))  # fmt: skip
-            first_event = first_token = None
-            strategy = ""
-            while True:
-                event = json.loads(await asyncio.wait_for(ws.recv(), timeout=900))
-                now = time.perf_counter() - sent
-                first_event = first_event if first_event is not None else now
-                if event["type"] == "started":
-                    conversation_id = event["conversation"]
-                elif event["type"] == "strategy":
-                    strategy = event["strategy"]
-                elif event["type"] == "answer.delta" and first_token is None:
-                    first_token = now
-                elif event["type"] in ("done", "error"):
-                    break
+            asked = await ask(ws, question, [collection], conversation_id)
+            conversation_id = asked["events"][0].get("conversation", conversation_id)
+        last = asked["events"][-1]
+        strategies = [event["strategy"] for event in asked["events"] if event["type"] == "strategy"]
         return {
-            "ok": event["type"] == "done",
-            "error": event.get("message", ""),
-            "strategy": strategy,
-            "first_event_ms": (first_event or 0.0) * 1000,
-            "first_token_ms": (first_token or now) * 1000,
-            "total_ms": now * 1000,
+            "ok": asked["ok"],
+            "error": last.get("message", ""),
+            "strategy": strategies[0] if strategies else "",
+            "first_event_ms": asked["first_event_ms"],
+            "first_token_ms": asked["first_token_ms"] or asked["total_ms"],
+            "total_ms": asked["total_ms"],
         }
 
 
@@ -172,14 +136,10 @@ async def measure(port: int, keys: list[str], collection: int, repeat: int, conc
             "results": finished}}  # fmt: skip
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"median": statistics.median(ordered), "p95": p95, "max": ordered[-1]}
-
-
 def report(results: dict[str, Any]) -> None:
     from django.conf import settings
+
+    from bench.common import summary
 
     figures: dict[str, Any] = {"model": settings.MODEL_ROLES["chat"].model, "strategies": {}}
     print(f"\nchat model: {figures['model']}")
