@@ -8,6 +8,7 @@ is searchable in a version only once every page is valid (IndexedDocument).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -22,6 +23,7 @@ from django.core.files.base import ContentFile
 from django.db import connection, transaction
 from django.db.models import F, Func, IntegerField, Max, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from assistant.providers.base import ImageEmbedder, ProviderError, TextEmbedder, check_dims
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
@@ -200,10 +202,23 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
             raise  # the task retries with backoff
         return None
     except Exception as exc:
+        if disk_full(exc):  # not the document's fault, and retrying at once would not help
+            _fail(run, document, disk_full_message(), traceback.format_exc())
+            return None
         _fail(run, document, f"Unexpected error while indexing: {exc}", traceback.format_exc())
         raise
     _finish(run, IngestionRun.Status.SUCCEEDED, counts=result.as_counts())
     return result
+
+
+def disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full_message() -> str:
+    return _(
+        "The server's disk is full, so this document's pages could not be saved. Free some space, then run it again."
+    )
 
 
 def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> IngestResult:

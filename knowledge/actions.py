@@ -6,6 +6,7 @@ Views, serializers, admin and API call these and never repeat their rules.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 from typing import TYPE_CHECKING
@@ -208,7 +209,15 @@ def do_add_document(
         )
         document.status, document.error = Document.Status.PENDING, ""
         content.seek(0)
-        document.file.save(rel_path.rsplit("/", 1)[-1], content, save=False)
+        try:
+            document.file.save(rel_path.rsplit("/", 1)[-1], content, save=False)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise ValidationError(
+                _("“%(name)s” was not stored: the server's disk is full. Send it again once space is freed.")
+                % {"name": rel_path}
+            ) from None
         document.save()
         run = IngestionRun.objects.create(collection=collection, document=document, kind=IngestionRun.Kind.INGEST)
         if enqueue:
