@@ -11,7 +11,7 @@ from typing import BinaryIO
 from django.core.files import File
 from django.utils.translation import gettext as _
 
-from ingestion.encoding import decode_text
+from ingestion.encoding import NotTextError, decode_text
 from ingestion.parsers.base import ParseError
 
 PDF = "application/pdf"
@@ -76,8 +76,9 @@ def _sniff(head: bytes, name: str, whole: Path | File | BinaryIO) -> str:
     if head.startswith(b"PK\x03\x04"):
         return _office_type(whole)
     try:
-        decode_text(head if len(head) < 8192 else _whole_lines(head))
-    except ParseError:
+        # Text that is empty or damaged says so; only what is no text at all is of unknown type.
+        decode_text(head if len(head) < 8192 else _whole_lines(head), partial=len(head) == 8192)
+    except NotTextError:
         return "application/octet-stream"
     return _text_type(head, name.lower())
 
