@@ -68,4 +68,6 @@ def _checked(text: str, encoding: str) -> tuple[str, str]:
     controls = sum(1 for char in text if ord(char) < 32 and char not in "\n\r\t\f")
     if text and controls / len(text) > MAX_CONTROL_RATIO:
         raise NotTextError(_("The file looks binary, not text (too many control characters)."))
-    return text.replace("\r\n", "\n").replace("\r", "\n"), encoding
+    # A few NUL characters past the first 4 KB (padding, a stray byte) are dropped: PostgreSQL
+    # text cannot hold them, and the page would fail to save.
+    return text.replace("\x00", "").replace("\r\n", "\n").replace("\r", "\n"), encoding
