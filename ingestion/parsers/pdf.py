@@ -44,7 +44,9 @@ class PdfParser(Parser):
         try:
             document = pymupdf.open(path, filetype="pdf")
         except Exception as exc:  # PyMuPDF raises several types for a damaged file
-            raise ParseError(_("The PDF cannot be opened: it is damaged or not really a PDF (%s).") % exc) from exc
+            raise ParseError(
+                _("The PDF cannot be opened: it is damaged or not really a PDF (%s).") % _reason(exc, path)
+            ) from exc
         with document:
             if document.needs_pass:
                 raise ParseError(_("The PDF is password-protected: remove the password and upload it again."))
@@ -68,6 +70,12 @@ class PdfParser(Parser):
                     raise ParseError(
                         _("Page %(number)s of the PDF cannot be read: %(error)s") % {"number": index + 1, "error": exc}
                     ) from exc
+
+
+def _reason(exc: Exception, path: Path) -> str:
+    """PyMuPDF's message without the stored file's path on the server ("Failed to open file
+    '/srv/.../originals/ab/ab12…' as type pdf."): people see this message."""
+    return str(exc).replace(f"'{path}' ", "").replace(str(path), "")
 
 
 def _parse_page(page: Any, number: int) -> ParsedPage:
