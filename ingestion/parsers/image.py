@@ -65,7 +65,9 @@ def open_image(data: bytes) -> tuple[Any, dict[str, object]]:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ParseError(_("The image is too large to open safely (%s).") % exc) from exc
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except UnidentifiedImageError as exc:  # its message is the repr of our buffer: say it plainly
+        raise ParseError(_("The image cannot be read: it is damaged or not really an image.")) from exc
+    except (OSError, SyntaxError, ValueError) as exc:
         raise ParseError(_("The image cannot be read: it is damaged or incomplete (%s).") % exc) from exc
     meta: dict[str, object] = {"format": opened.format or "", "width": width, "height": height}
     orientation = exif.get(EXIF_ORIENTATION)
