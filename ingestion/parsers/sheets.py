@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import zipfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime, time, timedelta
@@ -69,6 +70,7 @@ class XlsxParser(Parser):
                 _("The spreadsheet cannot be opened: it is damaged or not really XLSX (%s).") % exc
             ) from exc
         try:
+            _refuse_missing_sheets(path)
             sheets = workbook.worksheets
             # Refuse a huge workbook before indexing any of it, where it declares its size.
             if sum(_declared_cells(sheet) for sheet in sheets) > MAX_CELLS:
@@ -85,6 +87,26 @@ class XlsxParser(Parser):
             handle.close()
         if number == 0:
             raise ParseError(_("The spreadsheet has no data."))
+
+
+def _refuse_missing_sheets(path: Path) -> None:
+    """openpyxl skips a sheet whose part is missing from the archive without a word: the
+    workbook would be indexed without it. A damaged workbook is refused instead."""
+    from openpyxl.reader.workbook import WorkbookParser
+
+    with zipfile.ZipFile(path) as archive:
+        present = set(archive.namelist())
+        parser = WorkbookParser(archive, "xl/workbook.xml")
+        parser.parse()
+        for sheet, rel in parser.find_sheets():
+            if rel.target not in present:
+                raise ParseError(
+                    _(
+                        "The spreadsheet is incomplete: the sheet “%(sheet)s” (part %(part)s) is missing. "
+                        "Save it again from its program."
+                    )
+                    % {"sheet": sheet.name, "part": rel.target}
+                )
 
 
 def _declared_cells(sheet: Any) -> int:
