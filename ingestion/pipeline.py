@@ -194,7 +194,7 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
     try:
         result = _ingest(run, document, embedder)
     except CancelledError:
-        _finish(run, IngestionRun.Status.CANCELLED, error="Cancelled before the end; run it again to finish.")
+        _finish(run, IngestionRun.Status.CANCELLED, error=_("Cancelled before the end; run it again to finish."))
         return None
     except (ParseError, ProviderError) as exc:
         _fail(run, document, str(exc))
@@ -205,7 +205,7 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
         if disk_full(exc):  # not the document's fault, and retrying at once would not help
             _fail(run, document, disk_full_message(), traceback.format_exc())
             return None
-        _fail(run, document, f"Unexpected error while indexing: {exc}", traceback.format_exc())
+        _fail(run, document, _("Unexpected error while indexing: %(error)s") % {"error": exc}, traceback.format_exc())
         raise
     _finish(run, IngestionRun.Status.SUCCEEDED, counts=result.as_counts())
     return result
@@ -501,7 +501,7 @@ def requeue_stale_runs(stale_after: timedelta) -> list[IngestionRun]:
     stale = IngestionRun.objects.filter(status=IngestionRun.Status.RUNNING, heartbeat_at__lt=cutoff)
     requeued = []
     for run in stale.select_related("document"):
-        message = "The worker stopped while indexing this document; it was queued again."
+        message = _("The worker stopped while indexing this document; it was queued again.")
         if (
             IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.RUNNING).update(
                 status=IngestionRun.Status.FAILED, error=message, finished_at=timezone.now()
