@@ -130,12 +130,18 @@ class OpenAIChatModel(_Client):
                 stream=True,
             )
         )
+        events = 0
         try:
             for chunk in chunks:
+                events += 1
                 if chunk.choices and chunk.choices[0].delta.content:
                     yield chunk.choices[0].delta.content
         except openai.OpenAIError as exc:
             raise map_error(self.config, exc) from exc
+        except ValueError as exc:  # an event that is not the JSON the API promises
+            raise self._malformed(f"a streamed event is not valid JSON ({exc})") from exc
+        if not events:  # e.g. a plain body where server-sent events were due: not an empty answer
+            raise self._malformed("no events in the streamed answer")
 
 
 class OpenAIVisionModel(_Client):
