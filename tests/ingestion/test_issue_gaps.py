@@ -28,7 +28,7 @@ from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError, parser_for
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
-from knowledge.models import Chunk, Collection, Document, IndexedDocument
+from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexVersion
 from tests.ingestion import media_files
 from tests.ingestion.files import png
 from tests.ingestion.image_files import photo_jpeg
@@ -391,3 +391,37 @@ def test_a_slides_picture_is_captioned_with_the_slides_title(tmp_path, monkeypat
     (picture,) = [block for block in page.blocks if block.kind == "image"]
     assert picture.text == "Claim flow 报销流程"
     assert picture.read_text is True
+
+
+# Claim work atomically; a changed embedder builds a new version (issue 4, Celery and Versioned indexes).
+
+
+@pytest.mark.django_db
+def test_a_run_is_claimed_once_and_a_second_task_for_it_does_nothing(private_collection, embedder, monkeypatch):
+    from ingestion import tasks
+
+    _document, run = actions.do_add_document(private_collection, "a.md", f"# A\n\n{POLICY}".encode(), enqueue=False)
+    assert run is not None
+    assert claim(run)
+    assert not claim(IngestionRun.objects.get(pk=run.pk))  # another worker got the same message
+    monkeypatch.setattr(registry, "text_embedder", lambda: embedder)
+    assert tasks.ingest_document.apply(args=(run.pk,)).get() is None
+    assert embedder.texts == 0
+    assert IngestionRun.objects.get(pk=run.pk).status == IngestionRun.Status.RUNNING  # still the first one's
+
+
+class RenamedEmbedder(CountingEmbedder):
+    """The same vectors under another model id: what changing PROVIDER_EMBEDDING looks like."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model_id = "local:another-embedder"
+
+
+@pytest.mark.django_db
+def test_a_changed_embedder_builds_a_new_version_while_the_old_one_serves(private_collection):
+    collection = indexed_markdown(private_collection, count=1)
+    assert versions.reindex_outdated(registry.text_embedder()) == []
+    (building,) = versions.reindex_outdated(RenamedEmbedder())
+    assert (building.status, building.embedder_id) == (IndexVersion.Status.BUILDING, "local:another-embedder")
+    assert active_number(collection) == 1
