@@ -8,6 +8,7 @@ is searchable in a version only once every page is valid (IndexedDocument).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Func, IntegerField, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -201,6 +202,12 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
         if isinstance(exc, ProviderError) and exc.retryable:
             raise  # the task retries with backoff
         return None
+    except (OperationalError, InterfaceError) as exc:  # the database went away (restarted)
+        with contextlib.suppress(OperationalError, InterfaceError):  # it may still be away
+            message = _("The connection to the database was lost while indexing (%(error)s); it is tried again.")
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            _fail(run, document, message % {"error": first_line}, traceback.format_exc())
+        raise  # the task retries with backoff
     except Exception as exc:
         if disk_full(exc):  # not the document's fault, and retrying at once would not help
             _fail(run, document, disk_full_message(), traceback.format_exc())

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from assistant.providers import registry
 from assistant.providers.base import ProviderError
@@ -16,7 +17,8 @@ from ingestion.models import IngestionRun
 @shared_task(
     name="ingestion.ingest_document",
     bind=True,
-    autoretry_for=(ProviderError,),
+    # A model error that may pass, or the database lost mid-run (restarted): try again later.
+    autoretry_for=(ProviderError, OperationalError, InterfaceError),
     retry_backoff=5,
     retry_backoff_max=300,
     max_retries=5,
@@ -26,11 +28,11 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
     run = IngestionRun.objects.select_related("document__collection").filter(pk=run_id).first()
     if run is None:
         return None  # deleted with its document meanwhile
-    if self.request.retries and run.status == IngestionRun.Status.FAILED:
-        # A transient model error failed the run: put it back in the queue state to claim it again.
-        IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.FAILED).update(
-            status=IngestionRun.Status.QUEUED, error=""
-        )
+    if self.request.retries:
+        # This task's earlier try failed the run (or, with the database gone, could not even
+        # record that and left it running): put it back in the queue state to claim it again.
+        ended = (IngestionRun.Status.FAILED, IngestionRun.Status.RUNNING)
+        IngestionRun.objects.filter(pk=run.pk, status__in=ended).update(status=IngestionRun.Status.QUEUED, error="")
     if not pipeline.claim(run):
         return None  # another worker has it, or it already finished
     result = pipeline.ingest_document(run, registry.text_embedder())
