@@ -5,7 +5,9 @@ Client → {"type": "ask", "question", "collections": [ids] | null, "conversatio
 {"type": "cancel"}, {"type": "ping"}. Server → started, strategy, rewrite, plan, step.start,
 step.result, retrieval, answer.delta, citations, attachments, done, error.
 One answer at a time per socket; a second "ask" while one runs gets an `error` (busy).
-Close code 4401: not logged in. Everything else is an `error` event and the socket stays open.
+Close code 4401: not logged in. Everything else is an `error` event and the socket stays open,
+also while the database or Redis is unreachable (`unavailable`). Messages are in the visitor's
+language (the language cookie, else Accept-Language), as on the pages.
 """
 
 from __future__ import annotations
@@ -14,20 +16,35 @@ import asyncio
 import json
 import logging
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db import DatabaseError
+from django.http import HttpRequest
+from django.utils import translation
 from django.utils.translation import gettext as _
+from redis.exceptions import RedisError
 
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.limits import allow_question
 from assistant.answering.pipeline import AskError, Session, run, start, started
+from assistant.answering.types import Event
 
 log = logging.getLogger(__name__)
+# A server restarting or unreachable: the question can be asked again once it is back.
+UNAVAILABLE = (DatabaseError, RedisError)
+
+
+def unavailable_message() -> str:
+    return _("The portal cannot reach its database or Redis just now; ask again in a moment.")
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
+    # No channel layer: nothing is sent to a chat socket from elsewhere, and a socket that
+    # listens on one is closed (1011) whenever Redis restarts, answer or not.
+    channel_layer_alias = "none"
     answering: asyncio.Task[None] | None = None
     cancel: threading.Event | None = None
     # From `ask` until the answer's last event is sent; the task may still be tidying up
@@ -41,6 +58,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=4401)
             return
         self.user = user
+        self.language = _language(self.scope)
 
     async def disconnect(self, code: int) -> None:
         if self.cancel is not None:
@@ -55,6 +73,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await self.receive_json(content)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        with translation.override(self.language):
+            await self._receive(content)
+
+    async def _receive(self, content: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
         if kind == "ask":
             await self._ask(content)
@@ -81,28 +103,45 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 _("Send a question (text), collections (a list of ids or null) and conversation (an id or null)."),
             )
             return
-        # Not thread-sensitive: one socket's question does not wait for another's.
-        if not await database_sync_to_async(allow_question, thread_sensitive=False)(self.user.pk):
-            await self._error("rate_limited", _("Too many questions in a minute; wait a little and ask again."))
-            return
         try:
-            session = await database_sync_to_async(start, thread_sensitive=False)(
-                self.user, question, collection_ids=collections, conversation_id=conversation
-            )
+            session = await self._start(question, collections, conversation)
         except AskError as exc:
             await self._error(exc.code, exc.message)
+            return
+        except UNAVAILABLE:
+            log.warning("Question refused: the database or Redis is unreachable", exc_info=True)
+            await self._error("unavailable", unavailable_message())
             return
         self.busy = True
         await self.send_json(started(session))
         self.cancel = threading.Event()
         self.answering = asyncio.ensure_future(self._stream(session, self.cancel))
 
+    async def _start(self, question: str, collections: list[int] | None, conversation: int | None) -> Session:
+        # Not thread-sensitive: one socket's question does not wait for another's.
+        if not await database_sync_to_async(allow_question, thread_sensitive=False)(self.user.pk):
+            raise AskError("rate_limited", _("Too many questions in a minute; wait a little and ask again."))
+        session: Session = await database_sync_to_async(start, thread_sensitive=False)(
+            self.user, question, collection_ids=collections, conversation_id=conversation
+        )
+        return session
+
     async def _stream(self, session: Session, cancel: threading.Event) -> None:
+        language = self.language
+
+        def events(cancelled: Callable[[], bool]) -> Iterator[Event]:
+            with translation.override(language):  # in the answer's own thread
+                yield from run(session, cancelled=cancelled)
+
         try:
-            async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), cancel):
+            async for event in events_in_thread(events, cancel):
                 if event["type"] in ("done", "error"):
                     self.busy = False  # before it is sent: the client may answer it with a new ask
                 await self.send_json(event)
+        except UNAVAILABLE:  # the answer could not be stored: the server went away meanwhile
+            log.warning("Answer stream failed: the database or Redis is unreachable", exc_info=True)
+            self.busy = False
+            await self._error("unavailable", unavailable_message())
         except Exception:
             log.exception("Answer stream failed")
             self.busy = False
@@ -112,6 +151,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def _error(self, code: str, message: str) -> None:
         await self.send_json({"type": "error", "code": code, "message": message})
+
+
+def _language(scope: dict[str, Any]) -> str:
+    """The language a page would be shown in: the language cookie, else Accept-Language."""
+    request = HttpRequest()
+    request.COOKIES = dict(scope.get("cookies") or {})
+    headers = dict(scope.get("headers") or [])
+    request.META["HTTP_ACCEPT_LANGUAGE"] = headers.get(b"accept-language", b"").decode("latin-1")
+    return translation.get_language_from_request(request)
 
 
 def _ids_or_none(value: object) -> bool:
