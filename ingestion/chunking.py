@@ -129,7 +129,7 @@ def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
     if block.kind == "image":
         # An image is indexed by the words around it, in it (OCR) and about it (a vision caption);
         # with none of those there is nothing to find it by.
-        if not block.text:
+        if not block.text.strip():
             return []
         kind: ChunkKind = "frame" if block.t_start is not None else "image"
         return [
@@ -137,6 +137,8 @@ def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
                 kind, block.text, page, block.bbox, path, image=block.image, t_start=block.t_start, t_end=block.t_end
             )
         ]
+    if not block.text.strip():
+        return []  # a table with nothing in it: an empty chunk would only be noise in the index
     if len(block.text) <= settings.size * 2 or len(block.cells) < 3:
         return [ChunkDraft("table", block.text, page, block.bbox, path)]
     # A long table: groups of rows, each repeating the header so it reads on its own.
