@@ -6,6 +6,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.views import healthz
 
+# A path that no route matches gets JSON under /api/, the HTML page elsewhere.
+handler404 = "portal.views.not_found"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

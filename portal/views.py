@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
+from django.views.defaults import page_not_found
 
 from portal.health import database_status, redis_status, worker_status
 
@@ -14,3 +16,11 @@ def healthz(request: HttpRequest) -> JsonResponse:
     ok = all(status.ok for status in checks.values())
     body = {"ok": ok, **{name: status.as_dict() for name, status in checks.items()}}
     return JsonResponse(body, status=200 if ok else 503)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 404 of a path no route matches (`/api/documents/abc/`): JSON under /api/, as the
+    API's own 404s are, and the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": _("Not found.")}, status=404)
+    return page_not_found(request, exception)
