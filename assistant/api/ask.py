@@ -10,7 +10,7 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -22,6 +22,7 @@ from assistant.answering.bridge import events_in_thread
 from assistant.answering.limits import allow_question
 from assistant.answering.pipeline import AskError, Session, answer_events, collect, run, start, started
 from assistant.answering.types import Event
+from knowledge.api.schema import NOT_FOUND, THROTTLED, ApiDefaults
 from knowledge.api.views import request_user
 
 
@@ -36,6 +37,14 @@ class EventStreamRenderer(BaseRenderer):
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         message = data.get("detail", data) if isinstance(data, dict) else data
         return sse({"type": "error", "code": "invalid", "message": str(message)}).encode()
+
+
+# One Server-Sent Event: its `event:` line is the event's type, its `data:` the event as JSON.
+SSE_EVENT = {
+    "type": "object",
+    "properties": {"event": {"type": "string"}, "data": {"type": "string", "description": "The event, as JSON."}},
+    "required": ["event", "data"],
+}
 
 
 def sse(event: Event) -> str:
@@ -95,10 +104,23 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
     error = serializers.DictField(allow_null=True)
 
 
-class AskView(APIView):
+class AskView(ApiDefaults, APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
-    @extend_schema(request=AskRequestSerializer, responses={200: AskResponseSerializer})
+    @extend_schema(
+        request=AskRequestSerializer,
+        responses={
+            (200, "application/json"): AskResponseSerializer,
+            (200, "text/event-stream"): OpenApiResponse(
+                SSE_EVENT, description="With `Accept: text/event-stream`: the chat's events, one per `event:`."
+            ),
+            404: NOT_FOUND,
+            429: THROTTLED,
+            (502, "application/json"): OpenApiResponse(
+                AskResponseSerializer, description="The model failed: what was answered so far, and `error`."
+            ),
+        },
+    )
     def post(self, request: Request) -> Response | StreamingHttpResponse:
         form = AskRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)

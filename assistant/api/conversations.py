@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 from rest_framework import mixins, serializers, viewsets
 
 from assistant.models import Conversation, Message
+from knowledge.api.schema import ApiDefaults
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
@@ -31,7 +32,11 @@ class ConversationDetailSerializer(ConversationSerializer):
 
 
 class ConversationViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet[Conversation]
+    ApiDefaults,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet[Conversation],
 ):
     def get_queryset(self) -> QuerySet[Conversation]:
         conversations = Conversation.objects.visible_to(self.request.user).prefetch_related("collections")

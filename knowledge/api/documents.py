@@ -12,7 +12,7 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import Throttled
 from rest_framework.parsers import MultiPartParser
@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
+from knowledge.api.schema import THROTTLED, ApiDefaults
 from knowledge.api.serializers import DocumentSerializer, PageSerializer
 from knowledge.api.views import request_user
 from knowledge.models import Collection, Document, IndexVersion, Page, PageImage
@@ -53,7 +54,7 @@ LINK_RESULT = inline_serializer(
 )
 
 
-class CollectionDocumentsView(generics.ListAPIView[Document]):
+class CollectionDocumentsView(ApiDefaults, generics.ListAPIView[Document]):
     """GET: the collection's documents. POST (editors): upload files (multipart `files`)."""
 
     serializer_class = DocumentSerializer
@@ -74,10 +75,25 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
         request={
             "multipart/form-data": {
                 "type": "object",
-                "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                "properties": {
+                    "files": {"type": "array", "items": {"type": "string", "format": "binary"}, "minItems": 1}
+                },
+                "required": ["files"],
             }
         },
-        responses={201: UPLOAD_RESULT, 400: UPLOAD_RESULT},
+        responses={
+            201: UPLOAD_RESULT,
+            400: OpenApiResponse(
+                {
+                    "oneOf": [
+                        {"type": "array", "items": {"$ref": "#/components/schemas/UploadResult"}},
+                        {"type": "object"},
+                    ]
+                },
+                description="No file could be stored (each file's `error`), or no `files` were sent.",
+            ),
+            429: THROTTLED,
+        },
     )
     def post(self, request: Request, collection_id: int) -> Response:
         collection = access_collection(request.user, collection_id, write=True)
@@ -117,7 +133,7 @@ class VideoLinkSerializer(serializers.Serializer[None]):
     description = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class CollectionLinksView(APIView):
+class CollectionLinksView(ApiDefaults, APIView):
     """POST (editors): add a link to a video kept elsewhere (URL, title, description); its
     title and description become searchable and answers cite the URL."""
 
@@ -138,7 +154,7 @@ class CollectionLinksView(APIView):
         return Response(result, status=status.HTTP_201_CREATED)
 
 
-class DocumentView(generics.RetrieveDestroyAPIView[Document]):
+class DocumentView(ApiDefaults, generics.RetrieveDestroyAPIView[Document]):
     serializer_class = DocumentSerializer
 
     def get_object(self) -> Document:
@@ -148,7 +164,7 @@ class DocumentView(generics.RetrieveDestroyAPIView[Document]):
         actions.do_delete_document(instance)
 
 
-class DocumentPagesView(generics.ListAPIView[Page]):
+class DocumentPagesView(ApiDefaults, generics.ListAPIView[Page]):
     serializer_class = PageSerializer
 
     def get_queryset(self) -> QuerySet[Page]:
@@ -158,14 +174,16 @@ class DocumentPagesView(generics.ListAPIView[Page]):
         return Page.objects.filter(document=document).select_related("document").prefetch_related("images")
 
 
-class DocumentOriginalView(APIView):
+class DocumentOriginalView(ApiDefaults, APIView):
     """The file as uploaded. Byte ranges (`Range: bytes=a-b`) are served, so that a video
     citation opens at its moment (`…/original/#t=65`) and can be scrubbed."""
 
     @extend_schema(
         responses={
-            (200, "application/octet-stream"): OpenApiTypes.BINARY,
-            (206, "application/octet-stream"): OpenApiTypes.BINARY,
+            # The file's own type (application/pdf, video/mp4, ...).
+            (200, "*/*"): OpenApiTypes.BINARY,
+            (206, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="The bytes of the `Range` asked for."),
+            416: OpenApiResponse(description="The `Range` starts past the end of the file."),
         }
     )
     def get(self, request: Request, pk: int) -> HttpResponseBase:
@@ -210,7 +228,7 @@ def byte_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-class PageRenderView(APIView):
+class PageRenderView(ApiDefaults, APIView):
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         page = access_page(request.user, pk)
@@ -219,7 +237,7 @@ class PageRenderView(APIView):
         return FileResponse(page.render.open("rb"), content_type="image/png")
 
 
-class PageImageView(APIView):
+class PageImageView(ApiDefaults, APIView):
     """A picture on a page (embedded image, photo, video frame), by the hash that image and
     frame chunks carry in `location.image`."""
 
@@ -239,7 +257,7 @@ class IndexVersionSerializer(serializers.ModelSerializer[IndexVersion]):
         read_only_fields = fields
 
 
-class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
+class CollectionVersionsView(ApiDefaults, generics.ListAPIView[IndexVersion]):
     """The collection's index versions, newest first (any member may look)."""
 
     serializer_class = IndexVersionSerializer
@@ -255,7 +273,7 @@ class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
         return super().get(request, *args, **kwargs)
 
 
-class VersionActionView(APIView):
+class VersionActionView(ApiDefaults, APIView):
     """Owners and team admins: `reindex` builds a new version, `rollback` returns to the
     previous one, `activate` flips to a kept version by number."""
 

@@ -17,6 +17,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from knowledge import actions
 from knowledge.access import access_collection, access_team
 from knowledge.api import serializers as s
+from knowledge.api.schema import ApiDefaults
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
 from portal.models import User
 
@@ -37,7 +38,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return drf_exception_handler(exc, context)
 
 
-class TeamViewSet(viewsets.ModelViewSet[Team]):
+class TeamViewSet(ApiDefaults, viewsets.ModelViewSet[Team]):
     serializer_class = s.TeamSerializer
 
     def get_queryset(self) -> QuerySet[Team]:
@@ -65,7 +66,11 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
     destroy=extend_schema(parameters=[TEAM_PK]),
 )
 class MembershipViewSet(
-    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet[Membership]
+    ApiDefaults,
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet[Membership],
 ):
     """Members of one team: any member can list, team admins add, change and remove."""
 
@@ -113,7 +118,7 @@ def _get_membership(team: Team, pk: str) -> Membership:
         raise Http404 from None
 
 
-class CollectionViewSet(viewsets.ModelViewSet[Collection]):
+class CollectionViewSet(ApiDefaults, viewsets.ModelViewSet[Collection]):
     """Collections the caller can see; editors rename, owners and team admins delete."""
 
     def get_serializer_class(self) -> type[Any]:
@@ -155,6 +160,7 @@ class CollectionViewSet(viewsets.ModelViewSet[Collection]):
 
 
 class ApiTokenViewSet(
+    ApiDefaults,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,

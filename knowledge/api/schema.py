@@ -1,0 +1,110 @@
+"""What every API view shares in its OpenAPI description and its paging: the error answers
+(401, 403, 404, 400 where they can happen; each view adds its own 429, 502, 503 or 416), and
+`limit`/`offset` checked as documented (a 400 for `limit=abc`, not the first page).
+tests/hardening/test_schema.py checks the running portal against this description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.translation import gettext as _
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import pagination, serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.schemas.inspectors import ViewInspector
+
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+class ErrorSerializer(serializers.Serializer[dict[str, Any]]):
+    detail = serializers.CharField(help_text="What went wrong, for a person to read.")
+
+
+def error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+INVALID = OpenApiResponse(
+    OpenApiTypes.OBJECT,
+    description="Invalid input: each field's messages by field name, or `detail` with the messages.",
+)
+UNAUTHENTICATED = error("No credentials, or an invalid or revoked token.")
+FORBIDDEN = error("Signed in but not allowed: a viewer writing, a member managing; a session without its CSRF token.")
+NOT_FOUND = error("No such object, or one the caller may not see (the two are not told apart).")
+THROTTLED = error("Too many requests this minute; `Retry-After` is not sent, wait and try again.")
+
+
+class ApiSchema(AutoSchema):
+    """Adds the errors an operation can answer with, unless the view documents that code itself;
+    a view's `errors` ({status: response}) adds its own to all its operations."""
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses: dict[str, Any] = super()._get_response_bodies(direction)
+        for code, response in self._errors().items():
+            if str(code) not in responses:
+                responses[str(code)] = self._get_response_for_code(response, str(code), direction=direction)
+        return responses
+
+    def _get_paginator(self) -> pagination.BasePagination | None:
+        # Only lists read with GET are paged: not a memory's history, nor an upload's results.
+        if self.method != "GET" or getattr(self.view, "action", None) not in (None, "list"):
+            return None
+        return super()._get_paginator()
+
+    def _errors(self) -> dict[int, OpenApiResponse]:
+        errors = {401: UNAUTHENTICATED}
+        writes = self.method not in SAFE_METHODS
+        if writes:
+            errors[403] = FORBIDDEN
+        if writes or (self._is_list_view() and self._get_paginator()):
+            errors[400] = INVALID
+        if "{" in self.path:
+            errors[404] = NOT_FOUND
+        return {**errors, **getattr(self.view, "errors", {})}
+
+
+class Pagination(pagination.LimitOffsetPagination):
+    """LimitOffsetPagination that refuses what its schema does not allow, instead of quietly
+    serving the first page (a client asking for `limit=abc` has a bug to know about)."""
+
+    max_limit = 500
+    max_offset = 2**31 - 1
+
+    def get_limit(self, request: Request) -> int | None:
+        return self._number(request, self.limit_query_param, 1, self.max_limit, self.default_limit)
+
+    def get_offset(self, request: Request) -> int:
+        return self._number(request, self.offset_query_param, 0, self.max_offset, 0) or 0
+
+    @staticmethod
+    def _number(request: Request, name: str, low: int, high: int, default: int | None) -> int | None:
+        raw = request.query_params.get(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            message = _("Must be a whole number from %(low)d to %(high)d.") % {"low": low, "high": high}
+            raise ValidationError({name: [message]})
+        return value
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        bounds = {self.limit_query_param: (1, self.max_limit), self.offset_query_param: (0, self.max_offset)}
+        for parameter in parameters:
+            low, high = bounds[parameter["name"]]
+            parameter["schema"] = {**parameter["schema"], "minimum": low, "maximum": high}
+        return parameters
+
+
+class ApiDefaults:
+    """First among every API view's bases: its schema and its paging. (In REST_FRAMEWORK's
+    DEFAULT_SCHEMA_CLASS and DEFAULT_PAGINATION_CLASS these would need no mixin.)"""
+
+    schema: ViewInspector | None = ApiSchema()
+    pagination_class: type[pagination.BasePagination] | None = Pagination
