@@ -17,7 +17,7 @@ from typing import Any
 @dataclass
 class Reply:
     status: int = 200
-    body: Any = None  # dict → JSON; list of dicts → SSE events; str → raw text
+    body: Any = None  # dict → JSON; list → SSE events (dicts as JSON, str raw); str → raw text
     delay: float = 0.0
     done: bool = True  # end an SSE stream with OpenAI's "data: [DONE]" (DashScope sends none)
     pace: float = 0.0  # seconds between SSE events
@@ -77,7 +77,8 @@ def _handler(wire: Wire) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             for event in reply.body:
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                data = event if isinstance(event, str) else json.dumps(event)
+                self.wfile.write(f"data: {data}\n\n".encode())
                 self.wfile.flush()
                 if reply.pace:
                     time.sleep(reply.pace)
