@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from rest_framework.test import APIClient
 
 from knowledge import actions
@@ -18,8 +20,18 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 PASSWORD = "correct horse battery staple"
 
 
+@functools.cache
+def _password_hash() -> str:
+    """PASSWORD hashed once with the portal's own hasher: hashing costs about 0.3 s, and most
+    tests make three users. Live daphne processes check it like any other password."""
+    return make_password(PASSWORD)
+
+
 def make_user(name: str, **extra: object):
-    return get_user_model().objects.create_user(username=name, email=f"{name}@example.com", password=PASSWORD, **extra)
+    user = get_user_model().objects.create_user(username=name, email=f"{name}@example.com", password=None, **extra)
+    user.password = _password_hash()
+    user.save(update_fields=["password"])
+    return user
 
 
 def make_collection(owner, name: str = "Handbook", team: Team | None = None) -> Collection:
