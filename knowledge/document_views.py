@@ -12,7 +12,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import actions
 from knowledge.access import access_document, collection_role
@@ -44,6 +44,7 @@ def document_rerun(request: AuthedRequest, document_id: int) -> HttpResponse:
 
 
 @login_required
+@require_GET
 def document_detail(request: AuthedRequest, document_id: int) -> HttpResponse:
     document = _labelled(access_document(request.user, document_id))
     pages = Paginator(document.pages.order_by("number"), PAGES_PER_SCREEN).get_page(request.GET.get("p"))
@@ -72,6 +73,7 @@ class ChunkView:
 
 
 @login_required
+@require_GET
 def document_page(request: AuthedRequest, document_id: int, number: int) -> HttpResponse:
     document = _labelled(access_document(request.user, document_id))
     page = Page.objects.filter(document=document, number=number).first()

@@ -12,7 +12,7 @@ from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import actions
 from knowledge.access import access_collection, access_team, collection_role, role_in_team
@@ -75,6 +75,7 @@ def collection_create(request: AuthedRequest) -> HttpResponse:
 
 
 @login_required
+@require_GET
 def collection_detail(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id)
     role = collection_role(request.user, collection)

@@ -1,5 +1,3 @@
-from django.conf import settings
-from django.conf.urls.static import static
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -21,6 +19,5 @@ urlpatterns = [
     path("", include("assistant.urls")),
     path("", include("knowledge.urls")),
 ]
-
-if settings.DEBUG:
-    urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
+# MEDIA_URL is never served, not even with DEBUG: every stored file goes through a route
+# that checks who may see it (originals, page renders, page pictures).

@@ -1,97 +1,135 @@
-"""Every route, as anonymous and as charlie (no access), against alice's and her team's
-objects: anonymous is sent to log in (pages) or gets 401 (API); charlie gets 404 for every
-object route and never sees alice's data in a list. A route that is not classified here
-fails the test, so new endpoints must join it."""
+"""The isolation matrix: every route × every kind of caller.
+
+Callers: anonymous, alice (the owner), bob as a viewer and as an editor of alice's team
+(by session and by API token), and charlie (no access; session and token). Objects: alice's
+private collection with a document, a page, its render and a picture, the same in her
+team's collection, and her own conversation, memory, token and team membership.
+
+- anonymous: pages send to the login page, the API answers 401;
+- alice: every object URL resolves (200, or 405 for a POST-only route), so the 404s below
+  are about access and not about a wrong URL;
+- charlie, and bob on alice's private objects: 404 for every object route, never any of
+  alice's data in a body (lists, errors, search, memory, run errors);
+- bob on the team's objects: reads what members may read; a viewer's writes are 403, an
+  editor's writes go through, and only a team admin manages;
+- an API token authenticates the API and websockets, never pages;
+- media are only served through the access-checked routes above;
+- websockets: 4401 anonymous, 4404 for a collection the caller cannot see.
+
+A route that is not classified here fails the test, so new endpoints must join it."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import uuid
 from collections.abc import Iterator
+from enum import Enum
 from typing import Any
 
 import pytest
+import websockets
+from django.conf import settings as django_settings
 from django.core.files.base import ContentFile
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from assistant.memory.service import memories
 from assistant.models import Conversation, Message
 from knowledge import actions
-from knowledge.models import Page, PageImage
+from knowledge.models import Document, Page, PageImage, Role
 from portal.routing import websocket_urlpatterns
+from tests.conftest import set_role
 
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
 PUBLIC = {"healthz", "schema", "api-docs", "set_language"}
 PUBLIC_PREFIXES = ("accounts/", "admin/")
 
-# name -> the objects its URL arguments point at (alice's), or {} for a list.
-PAGES: dict[str, dict[str, str]] = {
-    "dashboard": {},
-    "collection-create": {},
-    "teams": {},
-    "tokens": {},
-    "collection": {"collection_id": "private"},
-    "collection-rename": {"collection_id": "team_collection"},
-    "collection-upload": {"collection_id": "private"},
-    "collection-delete": {"collection_id": "team_collection"},
-    "collection-settings": {"collection_id": "private"},
-    "document": {"document_id": "document"},
-    "document-page": {"document_id": "document", "number": "version_number"},  # 1: the fixture's page 1
-    "document-delete": {"document_id": "document"},
-    "document-rerun": {"document_id": "document"},
-    "team": {"team_id": "team"},
-    "member-role": {"team_id": "team", "membership_id": "membership"},
-    "member-remove": {"team_id": "team", "membership_id": "membership"},
-    "token-revoke": {"token_id": "token"},
-    "my-memory": {},
-    "my-memory-delete-all": {},
-    "my-memory-edit": {"memory_id": "memory"},
-    "my-memory-delete": {"memory_id": "memory"},
-    "chat": {},
-    "chat-conversation": {"conversation_id": "conversation"},
-    "chat-delete": {"conversation_id": "conversation"},
+
+class Access(Enum):
+    OWN = "own"  # the caller's own things: a list of them, or one of them (404 for others)
+    READ = "read"  # anyone who can see the collection or team reads it
+    WRITE = "write"  # an editor changes the collection's documents
+    MANAGE = "manage"  # the owner or a team admin changes the collection or team itself
+
+
+# name -> (URL arguments: object keys; access). "collection", "document", "page" and
+# "image" are alice's private ones or her team's (both are tried); the rest are hers alone.
+PAGES: dict[str, tuple[dict[str, str], Access]] = {
+    "dashboard": ({}, Access.OWN),
+    "collection-create": ({}, Access.OWN),
+    "teams": ({}, Access.OWN),
+    "tokens": ({}, Access.OWN),
+    "collection": ({"collection_id": "collection"}, Access.READ),
+    "collection-rename": ({"collection_id": "collection"}, Access.WRITE),
+    "collection-upload": ({"collection_id": "collection"}, Access.WRITE),
+    "collection-delete": ({"collection_id": "collection"}, Access.MANAGE),
+    "collection-settings": ({"collection_id": "collection"}, Access.MANAGE),
+    "document": ({"document_id": "document"}, Access.READ),
+    "document-page": ({"document_id": "document", "number": "page_number"}, Access.READ),
+    "document-delete": ({"document_id": "document"}, Access.WRITE),
+    "document-rerun": ({"document_id": "document"}, Access.WRITE),
+    "team": ({"team_id": "team"}, Access.READ),
+    "member-role": ({"team_id": "team", "membership_id": "membership"}, Access.MANAGE),
+    "member-remove": ({"team_id": "team", "membership_id": "membership"}, Access.MANAGE),
+    "token-revoke": ({"token_id": "token"}, Access.OWN),
+    "my-memory": ({}, Access.OWN),
+    "my-memory-delete-all": ({}, Access.OWN),
+    "my-memory-edit": ({"memory_id": "memory"}, Access.OWN),
+    "my-memory-delete": ({"memory_id": "memory"}, Access.OWN),
+    "chat": ({}, Access.OWN),
+    "chat-conversation": ({"conversation_id": "conversation"}, Access.OWN),
+    "chat-delete": ({"conversation_id": "conversation"}, Access.OWN),
 }
-API: dict[str, dict[str, str]] = {
-    "api-root": {},
-    "team-list": {},
-    "collection-list": {},
-    "token-list": {},
-    "team-detail": {"pk": "team"},
-    "collection-detail": {"pk": "private"},
-    "token-detail": {"pk": "token"},
-    "team-member-list": {"team_pk": "team"},
-    "team-member-detail": {"team_pk": "team", "pk": "membership"},
-    "collection-documents": {"collection_id": "private"},
-    "collection-links": {"collection_id": "private"},
-    "collection-versions": {"collection_id": "private"},
-    "collection-reindex": {"collection_id": "private"},
-    "collection-rollback": {"collection_id": "private"},
-    "collection-version-activate": {"collection_id": "private", "number": "version_number"},
-    "document-detail": {"pk": "document"},
-    "document-pages": {"pk": "document"},
-    "document-original": {"pk": "document"},
-    "page-render": {"pk": "page"},
-    "page-image": {"pk": "page", "sha256": "image"},
-    "search": {},  # tests/assistant/test_retrieval.py: charlie never gets alice's chunks
-    "ask": {},  # tests/assistant/test_answering.py, test_chat_socket.py: nor in an answer
-    "conversation-list": {},
-    "conversation-detail": {"pk": "conversation"},
+API: dict[str, tuple[dict[str, str], Access]] = {
+    "api-root": ({}, Access.OWN),
+    "team-list": ({}, Access.OWN),
+    "collection-list": ({}, Access.OWN),
+    "token-list": ({}, Access.OWN),
+    "team-detail": ({"pk": "team"}, Access.READ),
+    "collection-detail": ({"pk": "collection"}, Access.READ),
+    "token-detail": ({"pk": "token"}, Access.OWN),
+    "team-member-list": ({"team_pk": "team"}, Access.READ),
+    "team-member-detail": ({"team_pk": "team", "pk": "membership"}, Access.MANAGE),
+    "collection-documents": ({"collection_id": "collection"}, Access.READ),
+    "collection-links": ({"collection_id": "collection"}, Access.WRITE),
+    "collection-versions": ({"collection_id": "collection"}, Access.READ),
+    "collection-reindex": ({"collection_id": "collection"}, Access.MANAGE),
+    "collection-rollback": ({"collection_id": "collection"}, Access.MANAGE),
+    "collection-version-activate": ({"collection_id": "collection", "number": "version_number"}, Access.MANAGE),
+    "document-detail": ({"pk": "document"}, Access.READ),
+    "document-pages": ({"pk": "document"}, Access.READ),
+    "document-original": ({"pk": "document"}, Access.READ),
+    "page-render": ({"pk": "page"}, Access.READ),
+    "page-image": ({"pk": "page", "sha256": "image"}, Access.READ),
+    # The bodies: tests/assistant/test_retrieval.py (charlie never gets alice's chunks, even
+    # ranked first), test_answering.py and test_chat_socket.py (nor in an answer).
+    "search": ({}, Access.OWN),
+    "ask": ({}, Access.OWN),
+    "conversation-list": ({}, Access.OWN),
+    "conversation-detail": ({"pk": "conversation"}, Access.OWN),
     # tests/assistant/test_memory.py, test_memory_stack.py: nor in memory.used or answers
-    "memory-list": {},
-    "memory-export": {},
-    "memory-delete-all": {},
-    "memory-detail": {"pk": "memory"},
-    "memory-history": {"pk": "memory"},
+    "memory-list": ({}, Access.OWN),
+    "memory-export": ({}, Access.OWN),
+    "memory-delete-all": ({}, Access.OWN),
+    "memory-detail": ({"pk": "memory"}, Access.OWN),
+    "memory-history": ({"pk": "memory"}, Access.OWN),
 }
-# tests/portal/test_stack.py: 4401 / 4404; tests/assistant/test_chat_socket.py: 4401, not_found
+ROUTES = {**PAGES, **API}
 WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}
-SECRETS = [
+# What only alice can know (her private collection, document, page, run error, picture,
+# conversation, memory, token name); bob may see the team's names, charlie nothing.
+PRIVATE_SECRETS = [
     "Alice&#x27;s notes",
     "Alice's notes",
-    "Team handbook",
-    "alice@example.com",
-    "Research",
+    "alice-private-text",
+    "alice's run failed",
     "alice's question",
     "alice's memory",
+    "alice's integration",
 ]
+TEAM_SECRETS = ["Team handbook", "team-text", "Research", "alice@example.com"]
+READ_METHODS = ("get",)
+WRITE_METHODS = ("post", "patch", "delete")
 
 
 def _routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -106,10 +144,7 @@ def test_it_has_every_route_classified():
     unclassified = {
         (route, name)
         for route, name in _routes(get_resolver().url_patterns)
-        if not route.startswith(PUBLIC_PREFIXES)
-        and name not in PUBLIC | PAGES.keys() | API.keys()
-        and not route.startswith("^static")
-        and not route.startswith("^media")
+        if not route.startswith(PUBLIC_PREFIXES) and name not in PUBLIC | ROUTES.keys()
     }
     assert unclassified == set(), "classify these routes in tests/test_isolation.py"
     assert {str(p.pattern) for p in websocket_urlpatterns} == WEBSOCKETS
@@ -120,43 +155,68 @@ def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
 
 
+def _document(collection, name: str, text: str) -> dict[str, Any]:
+    document, _run = actions.do_add_document(collection, name, f"# {name}\n\n{text}".encode(), enqueue=False)
+    Document.objects.filter(pk=document.pk).update(error=f"{text}: alice's run failed" if "alice" in text else "")
+    page = Page.objects.create(document=document, number=1, kind="section", content_sha256="0" * 64, text=text)
+    page.render.save("1.png", ContentFile(b"\x89PNG " + text.encode()))
+    image = PageImage(page=page, sha256=("a" if "alice" in text else "b") * 64)
+    image.file.save("a.png", ContentFile(b"\x89PNG picture of " + text.encode()))
+    return {"collection": collection.pk, "document": document.pk, "page": page.pk, "image": image.sha256}
+
+
 @pytest.fixture
-def objects(alice, bob, team, private_collection, team_collection) -> dict[str, Any]:
+def objects(request, alice, bob, team, private_collection, team_collection) -> dict[str, Any]:
     token, _key = actions.do_create_token(alice, "alice's integration")
-    document, _run = actions.do_add_document(private_collection, "Alice's notes.md", b"# Alice's notes\n\nsecret")
-    page = Page.objects.create(
-        document=document, number=1, kind="section", content_sha256="0" * 64, text="Alice's notes"
-    )
-    page.render.save("1.png", ContentFile(b"\x89PNG alice"))
-    image = PageImage(page=page, sha256="a" * 64)
-    image.file.save("a.png", ContentFile(b"\x89PNG alice's picture"))
     conversation = Conversation.objects.create(user=alice, title="alice's question")
     Message.objects.create(conversation=conversation, role="user", content="alice's question")
-    memory = memories()._mem0.add("alice's memory: she prefers tables", user_id=str(alice.uid), infer=False)
+    # A memory costs an embedding: only the memory routes' tests get one.
+    memory_id = str(uuid.UUID(int=0))
+    if "memory" in getattr(getattr(request.node, "callspec", None), "params", {}).get("name", "memory"):
+        added = memories()._mem0.add("alice's memory: she prefers tables", user_id=str(alice.uid), infer=False)
+        memory_id = added["results"][0]["id"]
     return {
-        "memory": memory["results"][0]["id"],
+        "private": _document(private_collection, "Alice's notes.md", "alice-private-text"),
+        "shared": _document(team_collection, "Team handbook.md", "team-text"),
+        "memory": memory_id,
         "conversation": conversation.pk,
-        "image": image.sha256,
-        "document": document.pk,
-        "page": page.pk,
+        "page_number": 1,
         "version_number": 1,
-        "private": private_collection.pk,
-        "team_collection": team_collection.pk,
         "team": team.pk,
         "membership": team.memberships.get(user=bob).pk,
         "token": token.pk,
     }
 
 
-def _url(name: str, args: dict[str, str], objects: dict[str, Any]) -> str:
-    from django.urls import reverse
+def _url(name: str, objects: dict[str, Any], where: str = "private") -> str:
+    """The route's URL for alice's private objects, or for those shared with her team."""
+    args, _access = ROUTES[name]
+    return reverse(name, kwargs={key: objects[where].get(value, objects.get(value)) for key, value in args.items()})
 
-    return reverse(name, kwargs={key: objects[value] for key, value in args.items()})
+
+def _methods(name: str) -> tuple[str, ...]:
+    return READ_METHODS + WRITE_METHODS if name in API else ("get", "post")
+
+
+def _nothing_of(response: Any, secrets: list[str]) -> bool:
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    text = body.decode(errors="replace")
+    return not any(secret in text for secret in secrets)
+
+
+def _alices_things_are_intact(alice, objects: dict[str, Any]) -> None:
+    for where in ("private", "shared"):
+        assert Document.objects.filter(pk=objects[where]["document"]).exists()
+        assert actions.Collection.objects.filter(pk=objects[where]["collection"]).exists()
+    assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
+    assert Conversation.objects.filter(pk=objects["conversation"]).exists()
+    if objects["memory"] != str(uuid.UUID(int=0)):
+        assert memories().get(alice, objects["memory"]).text == "alice's memory: she prefers tables"
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_it_sends_anonymous_visitors_to_login(client, objects, name):
-    url = _url(name, PAGES[name], objects)
+    url = _url(name, objects)
     for response in (client.get(url), client.post(url)):
         assert response.status_code in (302, 405)
         if response.status_code == 302:
@@ -165,26 +225,151 @@ def test_it_sends_anonymous_visitors_to_login(client, objects, name):
 
 @pytest.mark.parametrize("name", sorted(API))
 def test_it_answers_401_to_anonymous_api_calls(api, objects, name):
-    url = _url(name, API[name], objects)
-    for method in ("get", "post", "patch", "delete"):
+    url = _url(name, objects)
+    for method in _methods(name):
         response = getattr(api, method)(url)
         assert response.status_code in (401, 405), (method, url, response.status_code)
-        assert not any(secret in response.content.decode() for secret in SECRETS)
+        assert _nothing_of(response, PRIVATE_SECRETS + TEAM_SECRETS)
 
 
-@pytest.mark.parametrize(("name", "args"), sorted({**PAGES, **API}.items()))
-def test_it_gives_charlie_404_or_nothing_of_alices(client, alice, charlie, objects, name, args):
-    client.force_login(charlie)
-    url = _url(name, args, objects)
-    methods = ("get", "post", "patch", "delete") if name in API else ("get", "post")
-    for method in methods:
-        response = getattr(client, method)(url)
-        body = response.content.decode()
-        if args:  # an object of alice's: it does not exist for charlie
-            assert response.status_code in (404, 405), (method, url, response.status_code)
-        assert not any(secret in body for secret in SECRETS), (method, url)
-    assert actions.Collection.objects.filter(pk=objects["private"]).exists()
-    assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
-    assert actions.Document.objects.filter(pk=objects["document"]).exists()
-    assert Conversation.objects.filter(pk=objects["conversation"]).exists()
-    assert memories().get(alice, objects["memory"]).text == "alice's memory: she prefers tables"
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_every_url_resolves_for_alice(client, alice, objects, name):
+    """The objects exist for their owner, so the 404s of the other tests mean 'not yours'."""
+    client.force_login(alice)
+    for where in ("private", "shared"):
+        response = client.get(_url(name, objects, where))
+        assert response.status_code in (200, 405), (name, where, response.status_code)
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_it_gives_charlie_404_or_nothing_of_alices(client, api, alice, charlie, objects, name):
+    args, _access = ROUTES[name]
+    for caller in _callers(client, api, charlie, name):
+        for where in ("private", "shared"):
+            url = _url(name, objects, where)
+            for method in _methods(name):
+                response = getattr(caller, method)(url)
+                if args:  # an object of alice's: it does not exist for charlie
+                    assert response.status_code in (404, 405), (method, url, response.status_code)
+                assert _nothing_of(response, PRIVATE_SECRETS + TEAM_SECRETS), (method, url)
+    _alices_things_are_intact(alice, objects)
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.EDITOR])
+def test_bob_reads_the_team_by_role_and_nothing_private(client, api, alice, bob, team, objects, name, role):
+    set_role(team, bob, role)
+    args, access = ROUTES[name]
+    for caller in _callers(client, api, bob, name):
+        if set(args.values()) & {"collection", "document", "page", "image"} or (args and access is Access.OWN):
+            for method in _methods(name):  # alice's private objects and her own: as for charlie
+                response = getattr(caller, method)(_url(name, objects, "private"))
+                assert response.status_code in (404, 405), (method, name, response.status_code)
+                assert _nothing_of(response, PRIVATE_SECRETS), (method, name)
+        url = _url(name, objects, "shared")
+        if access is Access.READ:
+            response = caller.get(url)
+            assert response.status_code == 200, (name, response.status_code)
+            assert _nothing_of(response, PRIVATE_SECRETS), name
+        if access is Access.MANAGE or (args and access is not Access.OWN and role is Role.VIEWER):
+            for method in _methods(name):
+                response = getattr(caller, method)(url)
+                if method != "get":
+                    assert response.status_code in (403, 405), (method, name, response.status_code)
+                assert _nothing_of(response, PRIVATE_SECRETS), (method, name)
+        if access is Access.OWN and not args:  # a list of the caller's own things
+            for method in _methods(name):
+                assert _nothing_of(getattr(caller, method)(url), PRIVATE_SECRETS), (method, name)
+    _alices_things_are_intact(alice, objects)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (args, access) in ROUTES.items() if access is Access.WRITE))
+def test_an_editor_writes_the_teams_documents(client, bob, team, objects, name):
+    """The other side of the viewer's 403: the same request by an editor is not refused."""
+    set_role(team, bob, Role.EDITOR)
+    client.force_login(bob)
+    response = client.post(_url(name, objects, "shared"))
+    assert response.status_code not in (401, 403, 404, 405), (name, response.status_code)
+    assert response.status_code < 500
+
+
+@pytest.mark.parametrize("name", sorted(PAGES))
+def test_an_api_token_does_not_open_pages(client, alice, objects, name):
+    _token, key = actions.do_create_token(alice, "tests")
+    for method in ("get", "post"):
+        response = getattr(client, method)(_url(name, objects), HTTP_AUTHORIZATION=f"Token {key}")
+        assert response.status_code in (302, 405), (method, name, response.status_code)
+        if response.status_code == 302:
+            assert response["Location"].startswith("/accounts/login/")
+
+
+def _callers(client, api, user, name: str) -> list[Any]:
+    """Clients for `user`: by session, and for the API by token too (pages take sessions
+    only: test_an_api_token_does_not_open_pages)."""
+    client.force_login(user)
+    if name in PAGES:
+        return [client]
+    _token, key = actions.do_create_token(user, "tests")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return [client, api]
+
+
+def test_media_files_are_served_only_through_checked_routes(client, alice, objects):
+    """MEDIA_URL is not a route: a render's or original's storage path gives 404 even to its
+    owner, in any DEBUG setting (the URLconf is the same)."""
+    client.force_login(alice)
+    page = Page.objects.get(pk=objects["private"]["page"])
+    document = page.document
+    for path in (page.render.name, document.file.name):
+        assert client.get(django_settings.MEDIA_URL + path).status_code == 404
+    assert client.get(reverse("page-render", kwargs={"pk": page.pk})).status_code == 200
+
+
+def _socket_outcome(url: str, headers: dict[str, str], ask_about: int | None = None) -> Any:
+    """'subscribed', the close code, or (chat) the code of the error event after asking."""
+
+    async def scenario() -> Any:
+        try:
+            async with websockets.connect(url, additional_headers=headers) as ws:
+                if ask_about is not None:
+                    question = {"type": "ask", "question": "Alice's notes?", "collections": [ask_about]}
+                    await ws.send(json.dumps(question))
+                event = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+                return event.get("code") if event["type"] == "error" else event["type"]
+        except websockets.ConnectionClosed as closed:
+            return closed.rcvd.code if closed.rcvd else None
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.stack
+@pytest.mark.django_db(transaction=True)
+def test_websockets_by_caller(live_web, alice, bob, charlie, team, private_collection, team_collection):
+    keys = {
+        user.username: {"Authorization": f"Token {actions.do_create_token(user, 'tests')[1]}"}
+        for user in (alice, bob, charlie)
+    }
+    base = f"ws://127.0.0.1:{live_web}/ws"
+    private, shared = f"{base}/collections/{private_collection.pk}/", f"{base}/collections/{team_collection.pk}/"
+    outcomes = {
+        "anonymous collection": _socket_outcome(private, {}),
+        "anonymous chat": _socket_outcome(f"{base}/chat/", {}, ask_about=private_collection.pk),
+        "alice private": _socket_outcome(private, keys["alice"]),
+        "charlie private": _socket_outcome(private, keys["charlie"]),
+        "charlie team": _socket_outcome(shared, keys["charlie"]),
+        "bob private": _socket_outcome(private, keys["bob"]),
+        "bob team": _socket_outcome(shared, keys["bob"]),
+        "charlie asks about private": _socket_outcome(f"{base}/chat/", keys["charlie"], private_collection.pk),
+        "bob asks about private": _socket_outcome(f"{base}/chat/", keys["bob"], private_collection.pk),
+    }
+    assert outcomes == {
+        "anonymous collection": 4401,
+        "anonymous chat": 4401,
+        "alice private": "subscribed",
+        "charlie private": 4404,
+        "charlie team": 4404,
+        "bob private": 4404,
+        "bob team": "subscribed",
+        "charlie asks about private": "not_found",
+        "bob asks about private": "not_found",
+    }
