@@ -3,6 +3,9 @@
 import os
 
 from celery import Celery
+from celery.signals import after_setup_logger, after_setup_task_logger
+
+from portal.redact import redact_handlers
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -15,3 +18,10 @@ app.conf.beat_schedule = {
     "requeue-stale-runs": {"task": "ingestion.requeue_stale_runs", "schedule": 60.0},
     "reindex-outdated": {"task": "ingestion.reindex_outdated", "schedule": 300.0},
 }
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _redact_worker_logs(logger, **kwargs):  # type: ignore[no-untyped-def]
+    """Celery replaces the root logger's handlers with its own: they scrub secrets too."""
+    redact_handlers(logger)

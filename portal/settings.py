@@ -272,6 +272,20 @@ ANSWER_SOURCES = env_int("PORTAL_ANSWER_SOURCES", 6, minimum=1)
 ANSWER_CONTEXT_CHARS = env_int("PORTAL_ANSWER_CONTEXT_CHARS", 3000, minimum=200)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
 ANSWER_TIMEOUT = env_float("PORTAL_ANSWER_TIMEOUT", 300.0, minimum=1.0)
+# Request timeouts in the web process: daphne answers 503 when a view has not answered in
+# PORTAL_REQUEST_TIMEOUT seconds, and cuts a response still streaming then (so it must
+# outlast an answer streamed over HTTP, and bounds downloads of originals too: the player
+# and the pages fetch them in byte ranges); each SQL statement of a web request is
+# cancelled after PORTAL_WEB_STATEMENT_TIMEOUT seconds (0: never). Workers have neither.
+REQUEST_TIMEOUT = env_int("PORTAL_REQUEST_TIMEOUT", 600, minimum=1)
+if REQUEST_TIMEOUT <= ANSWER_TIMEOUT:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"PORTAL_REQUEST_TIMEOUT ({REQUEST_TIMEOUT} s) must be longer than PORTAL_ANSWER_TIMEOUT"
+        f" ({ANSWER_TIMEOUT:g} s): answers stream over HTTP too."
+    )
+WEB_STATEMENT_TIMEOUT = env_int("PORTAL_WEB_STATEMENT_TIMEOUT", 60, minimum=0)
 HISTORY_TURNS = env_int("PORTAL_HISTORY_TURNS", 3, minimum=0)
 PLAN_MAX_STEPS = env_int("PORTAL_PLAN_MAX_STEPS", 4, minimum=2)
 ROUTER = env_choice("PORTAL_ROUTER", "model", ("model", "rules"))
@@ -295,23 +309,38 @@ KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
 HOST = env_str("PORTAL_HOST", "127.0.0.1")
 PORT = env_int("PORTAL_PORT", 8000, minimum=1)
 
-if not DEBUG:
-    SESSION_COOKIE_HTTPONLY = True
-    CSRF_COOKIE_HTTPONLY = False
-    SECURE_CONTENT_TYPE_NOSNIFF = True
-    X_FRAME_OPTIONS = "DENY"
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+# Browser-facing security, the same with and without DEBUG. PORTAL_HTTPS=true is the one
+# switch for a site served over HTTPS: HTTP redirected, cookies sent over HTTPS only, and
+# HSTS for SECURE_HSTS_SECONDS (a year; subdomains included unless turned off), which
+# `manage.py check --deploy` then passes (tests/portal/test_security.py).
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # the pages' scripts send the CSRF token from the cookie
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+HTTPS = env_bool("PORTAL_HTTPS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# /healthz answers the proxy's and the orchestrator's plain-HTTP probes.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if env_bool("PORTAL_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# W021: preloading is a decision for the site's owner (SECURE_HSTS_PRELOAD), not a default.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "info", ("debug", "info", "warning", "error")).upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"secrets": {"()": "portal.redact.RedactSecrets"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secrets"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     # mem0 says at INFO what it does on every call ("Inserting 1 vectors …").
     "loggers": {"mem0": {"level": "WARNING" if LOG_LEVEL != "DEBUG" else "DEBUG"}},

@@ -155,8 +155,11 @@ class Supervisor:
 # The portal's long-running processes: `up` and the tests start exactly these commands.
 
 
-def web_command(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "portal.asgi:application"]
+def web_command(host: str, port: int, request_timeout: int | None = None) -> list[str]:
+    """daphne; with `request_timeout`, a request whose view has not answered in that many
+    seconds gets a 503 (PORTAL_REQUEST_TIMEOUT)."""
+    timeout = ["-t", str(request_timeout)] if request_timeout else []
+    return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *timeout, "portal.asgi:application"]
 
 
 def worker_command(name: str, concurrency: int) -> list[str]:

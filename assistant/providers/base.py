@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from portal.redact import scrub
+
 Role = Literal["embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech"]
 ROLES: tuple[Role, ...] = ("embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech")
 
@@ -23,7 +25,8 @@ class ProviderError(RuntimeError):
     """A model call failed; the message names the role, the provider and what to fix."""
 
     def __init__(self, role: str, provider: str, message: str, *, retryable: bool = False) -> None:
-        super().__init__(f"{role} model ({provider}): {message}")
+        # A provider may echo a key or a URL with its password back: neither is repeated.
+        super().__init__(f"{role} model ({provider}): {scrub(message)}")
         self.role, self.provider, self.retryable = role, provider, retryable
 
 

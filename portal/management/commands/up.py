@@ -71,7 +71,7 @@ class Command(BaseCommand):
         supervisor.run_once("setup", [python, manage, "migrate", "--noinput"])
         supervisor.run_once("setup", [python, manage, "ensure_admin", "--url", url])
         supervisor.run_once("setup", [python, manage, "models", "--install"])
-        supervisor.start("web", web_command(host, port))
+        supervisor.start("web", web_command(host, port, settings.REQUEST_TIMEOUT))
         supervisor.start("worker", worker_command(f"portal@{socket.gethostname()}", settings.WORKER_CONCURRENCY))
         supervisor.start("beat", beat_command(settings.VAR_DIR / "run" / "celerybeat-schedule"))
         if wait_for_http(url + "healthz", timeout=60, stop=stopping):
