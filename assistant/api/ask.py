@@ -22,7 +22,7 @@ from assistant.answering.bridge import events_in_thread
 from assistant.answering.limits import allow_question
 from assistant.answering.pipeline import AskError, Session, answer_events, collect, run, start, started
 from assistant.answering.types import Event
-from knowledge.api.schema import NOT_FOUND, THROTTLED, ApiDefaults
+from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED, ApiDefaults
 from knowledge.api.views import request_user
 
 
@@ -37,14 +37,6 @@ class EventStreamRenderer(BaseRenderer):
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         message = data.get("detail", data) if isinstance(data, dict) else data
         return sse({"type": "error", "code": "invalid", "message": str(message)}).encode()
-
-
-# One Server-Sent Event: its `event:` line is the event's type, its `data:` the event as JSON.
-SSE_EVENT = {
-    "type": "object",
-    "properties": {"event": {"type": "string"}, "data": {"type": "string", "description": "The event, as JSON."}},
-    "required": ["event", "data"],
-}
 
 
 def sse(event: Event) -> str:
@@ -111,11 +103,13 @@ class AskView(ApiDefaults, APIView):
         request=AskRequestSerializer,
         responses={
             (200, "application/json"): AskResponseSerializer,
-            (200, "text/event-stream"): OpenApiResponse(
+            (200, EVENT_STREAM): OpenApiResponse(
                 SSE_EVENT, description="With `Accept: text/event-stream`: the chat's events, one per `event:`."
             ),
-            404: NOT_FOUND,
-            429: THROTTLED,
+            (404, "application/json"): NOT_FOUND,
+            (404, EVENT_STREAM): OpenApiResponse(SSE_EVENT),
+            (429, "application/json"): THROTTLED,
+            (429, EVENT_STREAM): OpenApiResponse(SSE_EVENT),
             (502, "application/json"): OpenApiResponse(
                 AskResponseSerializer, description="The model failed: what was answered so far, and `error`."
             ),

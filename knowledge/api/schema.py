@@ -37,15 +37,30 @@ NOT_FOUND = error("No such object, or one the caller may not see (the two are no
 THROTTLED = error("Too many requests this minute; `Retry-After` is not sent, wait and try again.")
 
 
+# One Server-Sent Event (the ask's stream, errors included): `event:` is the event's type,
+# `data:` the event as JSON.
+SSE_EVENT = {
+    "type": "object",
+    "properties": {"event": {"type": "string"}, "data": {"type": "string", "description": "The event, as JSON."}},
+    "required": ["event", "data"],
+}
+EVENT_STREAM = "text/event-stream"
+
+
 class ApiSchema(AutoSchema):
     """Adds the errors an operation can answer with, unless the view documents that code itself;
     a view's `errors` ({status: response}) adds its own to all its operations."""
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)
+        streams = EVENT_STREAM in self.map_renderers("media_type")
         for code, response in self._errors().items():
-            if str(code) not in responses:
-                responses[str(code)] = self._get_response_for_code(response, str(code), direction=direction)
+            if str(code) in responses:
+                continue
+            body = self._get_response_for_code(response, str(code), ["application/json"], direction=direction)
+            if streams:  # an error before the stream starts is one `error` event
+                body["content"][EVENT_STREAM] = {"schema": SSE_EVENT}
+            responses[str(code)] = body
         return responses
 
     def _get_paginator(self) -> pagination.BasePagination | None:
