@@ -55,11 +55,9 @@ DATABASE_URL_SOURCE = "DATABASE_URL" if env_str("DATABASE_URL") else "embedded"
 REDIS_URL_SOURCE = "REDIS_URL" if env_str("REDIS_URL") else "embedded"
 
 # Seconds a process keeps its database connection between requests; 0 with a pooler (PgBouncer).
-# No persistent connections by default: under ASGI each request's sync code runs in a thread
-# of its own and Django keeps a connection per thread, so they pile up (Django's docs say to
-# disable them under ASGI). bench/load.py with 60: PostgreSQL's "too many clients" (500s)
-# at 90 connections; with 0: 40 connections and no errors (bench/results/load*.json).
-DATABASES = {"default": parse_database_url(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))}
+# Workers and commands keep their connection DB_CONN_MAX_AGE seconds; the web process keeps
+# none (portal.db.no_persistent_connections: under ASGI every request thread held its own).
+DATABASES = {"default": parse_database_url(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "portal.User"
 
