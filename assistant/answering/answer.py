@@ -4,17 +4,23 @@ used, whether it abstained, and the citations and attachments clients show."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 
 from assistant.answering import prompts
 from assistant.answering.language import Language
 from assistant.answering.types import Source, StepEvidence
 from assistant.providers.base import ChatMessage
 from assistant.retrieval.types import Hit
-from knowledge.models import Page
+from ingestion.sniff import MOV, MP4, SRT, VTT, WEBM
+from knowledge.models import Document, Page
+
+SUBTITLES = (SRT, VTT)
+VIDEOS = (MP4, WEBM, MOV)
 
 # [1], [1, 2], [1][2], and the full-width 【1】 that Chinese models write.
 CITATION = re.compile(r"[\[【]\s*(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\s*[\]】]")
@@ -158,23 +164,38 @@ def abstains(text: str, used: Sequence[int]) -> bool:
 
 def citations(cited: Sequence[tuple[Source, bool]], language: Language) -> list[dict[str, Any]]:
     """What a client shows for each [n], from (source, inferred) pairs; the pages' sizes are
-    read in one query."""
+    read in one query, the videos beside cited subtitles in another."""
     pages = {source.hit.page_id for source, _inferred in cited}
     sizes = {
         pk: (width, height)
         for pk, width, height in Page.objects.filter(pk__in=pages).values_list("pk", "width", "height")
     }
+    videos = sibling_videos(source.hit for source, _inferred in cited)
     return [
-        citation(source, language, inferred=inferred, size=sizes.get(source.hit.page_id)) for source, inferred in cited
+        citation(
+            source,
+            language,
+            inferred=inferred,
+            size=sizes.get(source.hit.page_id),
+            video=videos.get(source.hit.document_id),
+        )
+        for source, inferred in cited
     ]
 
 
 def citation(
-    source: Source, language: Language, *, inferred: bool = False, size: tuple[Any, Any] | None = None
+    source: Source,
+    language: Language,
+    *,
+    inferred: bool = False,
+    size: tuple[Any, Any] | None = None,
+    video: int | None = None,
 ) -> dict[str, Any]:
     """What a client shows for [n]; `inferred` when the answer used the passage without writing [n].
     The page's size (points for PDF pages and slides, pixels for pictures: the units of
-    `location.bbox`) lets a client scale the bbox onto the page's render."""
+    `location.bbox`) lets a client scale the bbox onto the page's render. A timed passage
+    (a video's minute, a subtitle cue) has a `video_url` at its moment: the video beside a
+    subtitle file when there is one (`video`, from `sibling_videos`), else its own file."""
     hit = source.hit
     width, height = size or (None, None)
     return {
@@ -196,23 +217,29 @@ def citation(
         "step": source.step,
         "snippet": " ".join(hit.text.split())[:240],
         "thumbnail_url": f"/api/pages/{hit.page_id}/render/",
+        "video_url": _moment_url(hit, video) if _timed(hit) else None,
     }
 
 
-def attachment(hit: Hit) -> dict[str, Any]:
-    """An image or video that answers the question: a link to the picture, or to the video at its moment."""
+def attachments(hits: Sequence[Hit]) -> list[dict[str, Any]]:
+    """The attachments of these hits, the videos beside subtitles read in one query."""
+    videos = sibling_videos(hits)
+    return [attachment(hit, video=videos.get(hit.document_id)) for hit in hits]
+
+
+def attachment(hit: Hit, *, video: int | None = None) -> dict[str, Any]:
+    """An image or video that answers the question: a link to the picture, or to the video at
+    its moment (the video beside a subtitle file when there is one: `video`)."""
     location = hit.location
-    video = hit.page_kind == "video_segment" or location.get("t_start") is not None
-    if video:
-        url = f"/api/documents/{hit.document_id}/original/"
-        t_start = float(location.get("t_start") or 0)  # type: ignore[arg-type]
-        url += f"#t={t_start:g}"
+    timed = _timed(hit)
+    if timed:
+        url = _moment_url(hit, video)
     elif location.get("image"):
         url = f"/api/pages/{hit.page_id}/images/{location['image']}/"
     else:
         url = f"/api/pages/{hit.page_id}/render/"
     return {
-        "kind": "video" if video else "image",
+        "kind": "video" if timed else "image",
         "file": hit.document_name,
         "path": hit.rel_path,
         "page": hit.page_number,
@@ -223,3 +250,43 @@ def attachment(hit: Hit) -> dict[str, Any]:
         "t_start": location.get("t_start"),
         "score": round(hit.score, 6),
     }
+
+
+def _timed(hit: Hit) -> bool:
+    return hit.page_kind == "video_segment" or hit.location.get("t_start") is not None
+
+
+def _moment_url(hit: Hit, video: int | None) -> str:
+    t_start = float(hit.location.get("t_start") or 0)  # type: ignore[arg-type]
+    return f"/api/documents/{video or hit.document_id}/original/#t={t_start:g}"
+
+
+def sibling_videos(hits: Iterable[Hit]) -> dict[int, int]:
+    """The video beside each subtitle document among the timed hits (talk.srt and talk.mp4 in
+    one folder of one collection), by the subtitle document's id, in one query. The video is
+    what a person wants to see at a cue's moment; the subtitle file is only its words. It is
+    in the same collection, so whoever may read the subtitles may watch it."""
+    timed = {hit.document_id: hit for hit in hits if _timed(hit)}
+    if not timed:
+        return {}
+    stems = {(hit.collection_id, _stem(hit.rel_path)) for hit in timed.values()}
+    beside = Q()
+    for collection_id, stem in stems:
+        beside |= Q(collection_id=collection_id, rel_path__startswith=f"{stem}.")
+    rows = Document.objects.filter(
+        Q(pk__in=timed, mime__in=SUBTITLES)
+        | (beside & Q(mime__in=VIDEOS) & ~Q(status=Document.Status.FAILED))  # a failed video may not play
+    ).order_by("rel_path")
+    subtitles: set[int] = set()
+    videos: dict[tuple[int, str], int] = {}
+    for pk, collection_id, rel_path, mime in rows.values_list("pk", "collection_id", "rel_path", "mime"):
+        if mime in SUBTITLES:
+            subtitles.add(pk)
+        else:  # "talk.part2.mp4" also starts with "talk.": only the same stem is its video
+            videos.setdefault((collection_id, _stem(rel_path)), pk)
+    found = {pk: videos.get((hit.collection_id, _stem(hit.rel_path))) for pk, hit in timed.items() if pk in subtitles}
+    return {pk: video for pk, video in found.items() if video is not None}
+
+
+def _stem(rel_path: str) -> str:
+    return str(PurePosixPath(rel_path).with_suffix(""))

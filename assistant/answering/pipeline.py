@@ -312,7 +312,7 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     yield {"type": "citations", "citations": state.citations}
     if not state.abstain:
         unique = {hit.chunk_id: hit for hit in media_hits}
-        state.attachments = [answers.attachment(hit) for hit in list(unique.values())[:MAX_ATTACHMENTS]]
+        state.attachments = answers.attachments(list(unique.values())[:MAX_ATTACHMENTS])
     yield {"type": "attachments", "attachments": state.attachments}
 
 

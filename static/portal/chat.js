@@ -393,7 +393,8 @@ function showCitation(cited) {
   const location = cited.location ?? {};
   const start = location.t_start;
   if (cited.page_kind === "video_segment" || (start !== null && start !== undefined)) {
-    video.src = `/api/documents/${cited.document_id}/original/#t=${Number(start ?? 0)}`;
+    // The video beside a subtitle file when there is one (citations stored before `video_url` have none).
+    video.src = cited.video_url ?? `/api/documents/${cited.document_id}/original/#t=${Number(start ?? 0)}`;
     show(video);
     return;
   }
