@@ -54,7 +54,6 @@ REDIS_URL = check_redis_url(
 DATABASE_URL_SOURCE = "DATABASE_URL" if env_str("DATABASE_URL") else "embedded"
 REDIS_URL_SOURCE = "REDIS_URL" if env_str("REDIS_URL") else "embedded"
 
-# Seconds a process keeps its database connection between requests; 0 with a pooler (PgBouncer).
 # Workers and commands keep their connection DB_CONN_MAX_AGE seconds; the web process keeps
 # none (portal.db.no_persistent_connections: under ASGI every request thread held its own).
 DATABASES = {"default": parse_database_url(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
