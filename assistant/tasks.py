@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
 from assistant.memory.service import MemoryUnavailable, memories
 from assistant.models import Message
@@ -13,7 +15,17 @@ from assistant.models import Message
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="assistant.remember_turn", acks_late=True, ignore_result=True)
+# A database that refuses or drops a connection (a restart, "too many clients" under load:
+# bench/load.py lost a memory card to it) is tried again, 3 times with backoff.
+@shared_task(
+    name="assistant.remember_turn",
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError, InterfaceError, psycopg.OperationalError),
+    retry_backoff=5,
+    retry_backoff_max=120,
+    max_retries=3,
+)
 def remember_turn(message_id: int) -> dict[str, Any] | None:
     """An answered question becomes memories of the user who asked it (off the answer's path)."""
     answer = (

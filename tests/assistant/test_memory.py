@@ -378,3 +378,29 @@ def test_manage_py_chat_shows_the_memories_it_used(monkeypatch):
     out = io.StringIO()
     call_command("chat", user=carol.email, questions=["我喜欢什么形式的回答？"], stdout=out)
     assert f"[memory] {PREFERENCE}" in out.getvalue()
+
+
+def test_a_turn_is_remembered_after_the_database_refused_a_connection(alice, monkeypatch, extractor):
+    """bench/load.py lost a memory card to PostgreSQL's 'too many clients'; the task retries."""
+    from django.db import OperationalError
+
+    from assistant.models import Conversation, Message
+    from assistant.tasks import remember_turn
+
+    conversation = Conversation.objects.create(user=alice, title="tables")
+    Message.objects.create(conversation=conversation, role="user", content="以后请用表格形式回答")
+    answer = Message.objects.create(conversation=conversation, role="assistant", content="好的，以后用表格。")
+    real, calls = service.Memories.remember, []
+
+    def refused_once(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("sorry, too many clients already")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(service.Memories, "remember", refused_once)
+    extractor.output = '{"memory": [{"id": "0", "text": "以后用表格形式回答", "attributed_to": "user"}]}'
+    # Eagerly applied, a retry runs again at once (a worker waits 5 s first).
+    remember_turn.apply(args=(answer.pk,))
+    assert len(calls) == 2
+    assert [item.text for item in memories().all(alice)] == ["以后用表格形式回答"]
