@@ -392,7 +392,7 @@ def test_a_turn_is_remembered_after_the_database_refused_a_connection(alice, mon
     answer = Message.objects.create(conversation=conversation, role="assistant", content="好的，以后用表格。")
     real, calls = service.Memories.remember, []
 
-    def refused_once(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def refused_once(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 1:
             raise OperationalError("sorry, too many clients already")
