@@ -1,0 +1,294 @@
+"""The REST API against its own OpenAPI schema, on a running portal: daphne and a Celery
+worker as real processes, the schema read from the live `/api/schema/`, and schemathesis's
+checks (no server error, every status code, content type, header and body as documented,
+invalid input rejected with a 4xx, authentication enforced) over every operation, with valid
+and invalid input, authenticated with an API token.
+
+Many of the valid examples name objects that exist (alice's collections, the ingested
+document, its pages and picture, her team, conversation, memory, a spare token), so success
+responses are checked too, not only 404s. Operations that delete go last, so that the others
+still find something. The worker ingests what is uploaded and builds the versions `reindex`
+starts (one small document: seconds). Answers (`/api/ask/`) come from a scripted
+OpenAI-compatible server (tests/assistant/wire.py), in daphne and in the worker's memory
+extraction alike: the local chat model would take tens of seconds per question, and what is
+checked here is the API's shape, not the answer's quality (tests/assistant covers that with
+the real model). Every question still goes through retrieval, the router, the answer stream,
+citations and the per-minute limit (its 429 included).
+
+PORTAL_SCHEMA_EXAMPLES sets the examples per operation and mode (10: about 850 requests, under
+two minutes on two shared cores); PORTAL_SCHEMA_SEED replays a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+from mem0.configs.prompts import ADDITIVE_EXTRACTION_PROMPT
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import AcceptedNegativeData, FailureGroup
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    ignored_auth,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from assistant.answering import prompts
+from assistant.memory.service import memories
+from assistant.models import Conversation, Message
+from knowledge import actions
+from knowledge.models import Document, IndexVersion, Membership, Page, PageImage
+from tests.assistant.wire import Reply, chunks, completion, serve
+from tests.ingestion.files import handbook_pdf
+from tests.stack import wait_for
+
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+EXAMPLES = int(os.environ.get("PORTAL_SCHEMA_EXAMPLES", "10"))
+SEED = int(os.environ.get("PORTAL_SCHEMA_SEED") or random.randrange(1 << 32))
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+    ignored_auth,
+]
+
+
+def scripted(path: str, body: Any) -> Reply:
+    """The chat model: the router picks `direct`, mem0's extraction finds nothing to keep,
+    an answer cites the first passage."""
+    system = body["messages"][0]["content"]
+    if system.startswith(ADDITIVE_EXTRACTION_PROMPT[:200]):
+        return Reply(body=completion(json.dumps({"memory": []})))
+    if any(system.startswith(text[:12]) for text in prompts.ROUTER.values()):
+        return Reply(body=completion('{"strategy": "direct", "reason": "clear"}'))
+    answer = "Hotels are capped by city tier [1]."
+    return Reply(body=chunks(*re.findall(r".{1,8}", answer)) if body.get("stream") else completion(answer))
+
+
+@pytest.fixture
+def chat_model(monkeypatch):
+    """Daphne and the worker started after this (they inherit the environment) answer from it."""
+    with serve() as wire:
+        wire.responder = scripted
+        monkeypatch.setenv("PROVIDER_CHAT", "openai")
+        monkeypatch.setenv("BASE_URL_CHAT", f"{wire.url}/v1")
+        monkeypatch.setenv("API_KEY_CHAT", "sk-test")
+        yield wire
+
+
+@pytest.fixture
+def portal(chat_model, live_worker, live_web) -> str:
+    return f"http://127.0.0.1:{live_web}"
+
+
+@pytest.fixture(autouse=True)
+def media(settings, tmp_path):
+    # Before `portal`: the processes are given the test's MEDIA_ROOT.
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
+def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> dict[str, list[Any]]:
+    """alice's things, by kind, for the path parameters; the document ingested by the worker."""
+    pdf = handbook_pdf(tmp_path / "handbook.pdf").read_bytes()
+    document, _run = actions.do_add_document(private_collection, "handbook.pdf", pdf)
+    busy = (Document.Status.PENDING, Document.Status.PROCESSING)
+    wait_for(lambda: Document.objects.filter(pk=document.pk).exclude(status__in=busy).exists(), 180, "ingestion")
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY, document.error
+    pages = list(Page.objects.filter(document=document).order_by("number"))
+    image = PageImage.objects.filter(page__document=document).first()
+    assert image is not None
+    conversation = Conversation.objects.create(user=alice, title="Hotels")
+    Message.objects.create(conversation=conversation, role="user", content="What are the hotel caps?")
+    memory = memories()._mem0.add("alice prefers answers as tables", user_id=str(alice.uid), infer=False)
+    spare, _key = actions.do_create_token(alice, "spare")
+    return {
+        "collection": [private_collection.pk, team_collection.pk],
+        "document": [document.pk],
+        "page": [page.pk for page in pages],
+        "image": [image.sha256],
+        "version": list(IndexVersion.objects.filter(collection=private_collection).values_list("number", flat=True)),
+        "team": [team.pk],
+        "membership": list(Membership.objects.filter(team=team).values_list("pk", flat=True)),
+        "conversation": [conversation.pk],
+        "memory": [memory["results"][0]["id"]],
+        "token": [spare.pk],
+    }
+
+
+# Path parameter -> the kind of object it names; `id` by the path's first segment.
+KINDS = {"collection_id": "collection", "team_pk": "team", "number": "version", "sha256": "image"}
+RESOURCES = {
+    "collections": "collection",
+    "documents": "document",
+    "pages": "page",
+    "teams": "team",
+    "conversations": "conversation",
+    "memories": "memory",
+    "tokens": "token",
+}
+
+
+def kind_of(path: str, name: str) -> str:
+    if name != "id":
+        return KINDS[name]
+    return "membership" if "/members/" in path else RESOURCES[path.split("/")[2]]
+
+
+def existing(operation: Any, objects: dict[str, list[Any]]) -> st.SearchStrategy[dict[str, Any]] | None:
+    names = re.findall(r"{(\w+)}", operation.path)
+    if not names:
+        return None
+    return st.fixed_dictionaries({name: st.sampled_from(objects[kind_of(operation.path, name)]) for name in names})
+
+
+def destructive(operation: Any) -> bool:
+    return operation.method.upper() == "DELETE" or operation.path.endswith("/delete-all/")
+
+
+@dataclass
+class Run:
+    base: str
+    headers: dict[str, str]
+    own_token: int
+    read_only: set[str]  # properties the schema marks readOnly
+    examples: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    nothing_to_negate: list[str] = field(default_factory=list)
+    answered: dict[str, set[int]] = field(default_factory=dict)
+    bare_400s: int = 0
+    lenient: int = 0
+
+    def call(self, label: str, case: Any) -> None:
+        revoking_own = case.method == "DELETE" and case.path_parameters.get("id") == self.own_token
+        if case.path.startswith("/api/tokens/") and revoking_own:
+            reject()  # revoking the token this run signs in with would end the run
+        self.examples[label] = self.examples.get(label, 0) + 1
+        response = case.call(base_url=self.base, headers=self.headers, timeout=60)
+        self.answered.setdefault(case.operation.label, set()).add(response.status_code)
+        if daphnes_bare_400(response):
+            self.bare_400s += 1
+            return
+        transport = {"base_url": self.base, "headers": self.headers, "timeout": 60}
+        try:
+            case.validate_response(response, checks=CHECKS, headers=self.headers, transport_kwargs=transport)
+        except FailureGroup as group:
+            if not all(drf_leniency(failure, case, self.read_only) for failure in group.exceptions):
+                raise
+            self.lenient += 1
+
+
+def drf_leniency(failure: Any, case: Any, read_only: set[str]) -> bool:
+    """Invalid input that DRF accepts on purpose, and nothing else wrong with it: spaces around
+    a name are stripped before its length is checked (` ` + 100 letters is a valid 100-letter
+    name), a number sent for a text field is kept as its text ("description": -241 is "-241"),
+    a form field is text whatever type schemathesis meant (`true` arrives as "true"), and
+    read-only fields sent are ignored. Any other mutation in the same request still fails."""
+    if not isinstance(failure, AcceptedNegativeData):
+        return False
+    mutations = [line for line in failure.message.splitlines() if "violates" in line]
+    form = (case.media_type or "").startswith(("multipart/form-data", "application/x-www-form-urlencoded"))
+    padded = isinstance(case.body, dict) and any(isinstance(v, str) and v != v.strip() for v in case.body.values())
+    return bool(mutations) and all(
+        ("`maxLength`" in line and padded)
+        or re.search(r"\(was string, became (integer|number)\)", line)
+        or (form and re.search(r"\(was string, became \w+\)", line))
+        or ("violates `not`" in line and line.rsplit("/", 1)[-1].strip() in read_only)
+        for line in mutations
+    )
+
+
+def daphnes_bare_400(response: Any) -> bool:
+    """Twisted (under daphne) parses a POSTed multipart body before the portal sees it, and
+    answers one it cannot parse (no parts at all, as schemathesis sends for `{}`) with a bare
+    `400 Bad Request`: no headers, no body. Nothing of the portal runs, so there is nothing of
+    its schema to check; every other 400 is checked as documented."""
+    request = response.request
+    multipart = (request.headers.get("Content-Type") or "").startswith("multipart/form-data")
+    return multipart and response.status_code == 400 and not response.content and "content-type" not in response.headers
+
+
+def operations(schema: Any) -> Iterator[Any]:
+    found = [result.ok() for result in schema.get_all_operations()]
+    yield from sorted(found, key=destructive)
+
+
+def strategies(operation: Any, objects: dict[str, list[Any]]) -> Iterator[tuple[str, Any]]:
+    positive = operation.as_strategy(GenerationMode.POSITIVE)
+    real = existing(operation, objects)
+    if real is not None:  # first: Hypothesis leans towards the first of its choices
+        positive = (
+            real.flatmap(lambda values: operation.as_strategy(GenerationMode.POSITIVE, path_parameters=values))
+            | positive
+        )
+    yield "positive", positive
+    yield "negative", operation.as_strategy(GenerationMode.NEGATIVE)
+
+
+def exercise(run: Run, label: str, strategy: Any) -> None:
+    @seed(SEED)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: each failure is reported as found
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+    )
+    @given(case=strategy)
+    def check(case: Any) -> None:
+        run.call(label, case)
+
+    try:
+        check()
+    except Unsatisfiable:
+        # Only path parameters that take any string (a memory's id): no invalid value exists.
+        assert label.endswith("[negative]"), label
+        run.nothing_to_negate.append(label)
+    except (Exception, BaseExceptionGroup) as exc:  # one operation's failure must not hide the others'
+        run.failures[label] = "".join(traceback.format_exception_only(exc))[-4000:]
+
+
+def test_every_operation_conforms_to_the_schema(portal, alice, objects):
+    token, key = actions.do_create_token(alice, "schemathesis")
+    schema = schemathesis.openapi.from_url(f"{portal}/api/schema/?format=json")
+    components = schema.raw_schema["components"]["schemas"].values()
+    read_only = {name for c in components for name, p in c.get("properties", {}).items() if p.get("readOnly")}
+    run = Run(base=portal, headers={"Authorization": f"Token {key}"}, own_token=token.pk, read_only=read_only)
+    started = time.monotonic()
+    labels = []
+    for operation in operations(schema):
+        labels.append(operation.label)
+        for mode, strategy in strategies(operation, objects):
+            exercise(run, f"{operation.label} [{mode}]", strategy)
+    elapsed = time.monotonic() - started
+    print(
+        f"\n{len(labels)} operations, {sum(run.examples.values())} examples in {elapsed:.0f} s (seed {SEED}),"
+        f" {run.bare_400s} bare 400s from Twisted, {run.lenient} accepted by DRF's leniency,"
+        f" no invalid input for: {', '.join(run.nothing_to_negate)}"
+    )
+    assert len(labels) >= 45, labels  # every REST endpoint is in the schema
+    # Reads found alice's things (not only 404s), so their success bodies were checked too.
+    unread = [label for label in labels if label.startswith("GET ") and not run.answered[label] & {200, 206}]
+    assert unread == [], run.answered
+    assert not run.failures, f"seed {SEED}\n" + "\n\n".join(f"== {k}\n{v}" for k, v in run.failures.items())
