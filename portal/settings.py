@@ -195,8 +195,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # Every operation documents the errors it can answer; limit/offset out of range are a 400.
+    "DEFAULT_SCHEMA_CLASS": "knowledge.api.schema.ApiSchema",
+    "DEFAULT_PAGINATION_CLASS": "knowledge.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "knowledge.api.views.exception_handler",
 }

@@ -22,7 +22,7 @@ from assistant.answering.bridge import events_in_thread
 from assistant.answering.limits import allow_question
 from assistant.answering.pipeline import AskError, Session, answer_events, collect, run, start, started
 from assistant.answering.types import Event
-from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED, ApiDefaults
+from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED
 from knowledge.api.views import request_user
 
 
@@ -96,7 +96,7 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
     error = serializers.DictField(allow_null=True)
 
 
-class AskView(ApiDefaults, APIView):
+class AskView(APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(

@@ -6,7 +6,6 @@ from django.db.models import QuerySet
 from rest_framework import mixins, serializers, viewsets
 
 from assistant.models import Conversation, Message
-from knowledge.api.schema import ApiDefaults
 
 
 class MessageSerializer(serializers.ModelSerializer[Message]):
@@ -32,7 +31,6 @@ class ConversationDetailSerializer(ConversationSerializer):
 
 
 class ConversationViewSet(
-    ApiDefaults,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.DestroyModelMixin,

@@ -22,7 +22,7 @@ from assistant.memory.service import (
     MemoryUnavailable,
     memories,
 )
-from knowledge.api.schema import ApiDefaults, error
+from knowledge.api.schema import error
 from knowledge.api.views import request_user
 
 MAX_SEARCH_RESULTS = 50
@@ -72,7 +72,7 @@ def store() -> Memories:
         raise MemoryOff(_("Memory is not available: %(reason)s") % {"reason": exc}) from exc
 
 
-class MemoryViewSet(ApiDefaults, viewsets.GenericViewSet[Any]):
+class MemoryViewSet(viewsets.GenericViewSet[Any]):
     serializer_class = MemorySerializer
     errors = {503: error("Memory is turned off (PORTAL_MEMORY) or cannot be reached.")}
     lookup_value_regex = "[^/]+"

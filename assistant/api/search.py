@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from assistant.retrieval.search import search
 from assistant.retrieval.types import CHANNELS, Hit
 from knowledge.access import access_collection
-from knowledge.api.schema import NOT_FOUND, ApiDefaults
+from knowledge.api.schema import NOT_FOUND
 
 
 class SearchRequestSerializer(serializers.Serializer[dict[str, object]]):
@@ -65,7 +65,7 @@ class SearchResponseSerializer(serializers.Serializer[object]):
     timings = serializers.DictField(child=serializers.FloatField())
 
 
-class SearchView(ApiDefaults, APIView):
+class SearchView(APIView):
     @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer, 404: NOT_FOUND})
     def post(self, request: Request) -> Response:
         form = SearchRequestSerializer(data=request.data)

@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
-from knowledge.api.schema import THROTTLED, ApiDefaults
+from knowledge.api.schema import THROTTLED
 from knowledge.api.serializers import DocumentSerializer, PageSerializer
 from knowledge.api.views import request_user
 from knowledge.models import Collection, Document, IndexVersion, Page, PageImage
@@ -54,7 +54,7 @@ LINK_RESULT = inline_serializer(
 )
 
 
-class CollectionDocumentsView(ApiDefaults, generics.ListAPIView[Document]):
+class CollectionDocumentsView(generics.ListAPIView[Document]):
     """GET: the collection's documents. POST (editors): upload files (multipart `files`)."""
 
     serializer_class = DocumentSerializer
@@ -133,7 +133,7 @@ class VideoLinkSerializer(serializers.Serializer[None]):
     description = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class CollectionLinksView(ApiDefaults, APIView):
+class CollectionLinksView(APIView):
     """POST (editors): add a link to a video kept elsewhere (URL, title, description); its
     title and description become searchable and answers cite the URL."""
 
@@ -154,7 +154,7 @@ class CollectionLinksView(ApiDefaults, APIView):
         return Response(result, status=status.HTTP_201_CREATED)
 
 
-class DocumentView(ApiDefaults, generics.RetrieveDestroyAPIView[Document]):
+class DocumentView(generics.RetrieveDestroyAPIView[Document]):
     serializer_class = DocumentSerializer
 
     def get_object(self) -> Document:
@@ -164,7 +164,7 @@ class DocumentView(ApiDefaults, generics.RetrieveDestroyAPIView[Document]):
         actions.do_delete_document(instance)
 
 
-class DocumentPagesView(ApiDefaults, generics.ListAPIView[Page]):
+class DocumentPagesView(generics.ListAPIView[Page]):
     serializer_class = PageSerializer
 
     def get_queryset(self) -> QuerySet[Page]:
@@ -174,7 +174,7 @@ class DocumentPagesView(ApiDefaults, generics.ListAPIView[Page]):
         return Page.objects.filter(document=document).select_related("document").prefetch_related("images")
 
 
-class DocumentOriginalView(ApiDefaults, APIView):
+class DocumentOriginalView(APIView):
     """The file as uploaded. Byte ranges (`Range: bytes=a-b`) are served, so that a video
     citation opens at its moment (`…/original/#t=65`) and can be scrubbed."""
 
@@ -228,7 +228,7 @@ def byte_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
-class PageRenderView(ApiDefaults, APIView):
+class PageRenderView(APIView):
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         page = access_page(request.user, pk)
@@ -237,7 +237,7 @@ class PageRenderView(ApiDefaults, APIView):
         return FileResponse(page.render.open("rb"), content_type="image/png")
 
 
-class PageImageView(ApiDefaults, APIView):
+class PageImageView(APIView):
     """A picture on a page (embedded image, photo, video frame), by the hash that image and
     frame chunks carry in `location.image`."""
 
@@ -257,7 +257,7 @@ class IndexVersionSerializer(serializers.ModelSerializer[IndexVersion]):
         read_only_fields = fields
 
 
-class CollectionVersionsView(ApiDefaults, generics.ListAPIView[IndexVersion]):
+class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
     """The collection's index versions, newest first (any member may look)."""
 
     serializer_class = IndexVersionSerializer
@@ -273,7 +273,7 @@ class CollectionVersionsView(ApiDefaults, generics.ListAPIView[IndexVersion]):
         return super().get(request, *args, **kwargs)
 
 
-class VersionActionView(ApiDefaults, APIView):
+class VersionActionView(APIView):
     """Owners and team admins: `reindex` builds a new version, `rollback` returns to the
     previous one, `activate` flips to a kept version by number."""
 

@@ -7,14 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext as _
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import pagination, serializers
-from rest_framework.exceptions import ValidationError
-from rest_framework.request import Request
-from rest_framework.schemas.inspectors import ViewInspector
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
@@ -79,47 +75,3 @@ class ApiSchema(AutoSchema):
         if "{" in self.path:
             errors[404] = NOT_FOUND
         return {**errors, **getattr(self.view, "errors", {})}
-
-
-class Pagination(pagination.LimitOffsetPagination):
-    """LimitOffsetPagination that refuses what its schema does not allow, instead of quietly
-    serving the first page (a client asking for `limit=abc` has a bug to know about)."""
-
-    max_limit = 500
-    max_offset = 2**31 - 1
-
-    def get_limit(self, request: Request) -> int | None:
-        return self._number(request, self.limit_query_param, 1, self.max_limit, self.default_limit)
-
-    def get_offset(self, request: Request) -> int:
-        return self._number(request, self.offset_query_param, 0, self.max_offset, 0) or 0
-
-    @staticmethod
-    def _number(request: Request, name: str, low: int, high: int, default: int | None) -> int | None:
-        raw = request.query_params.get(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = None
-        if value is None or not low <= value <= high:
-            message = _("Must be a whole number from %(low)d to %(high)d.") % {"low": low, "high": high}
-            raise ValidationError({name: [message]})
-        return value
-
-    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
-        parameters = super().get_schema_operation_parameters(view)
-        bounds = {self.limit_query_param: (1, self.max_limit), self.offset_query_param: (0, self.max_offset)}
-        for parameter in parameters:
-            low, high = bounds[parameter["name"]]
-            parameter["schema"] = {**parameter["schema"], "minimum": low, "maximum": high}
-        return parameters
-
-
-class ApiDefaults:
-    """First among every API view's bases: its schema and its paging. (In REST_FRAMEWORK's
-    DEFAULT_SCHEMA_CLASS and DEFAULT_PAGINATION_CLASS these would need no mixin.)"""
-
-    schema: ViewInspector | None = ApiSchema()
-    pagination_class: type[pagination.BasePagination] | None = Pagination

@@ -17,7 +17,6 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from knowledge import actions
 from knowledge.access import access_collection, access_team
 from knowledge.api import serializers as s
-from knowledge.api.schema import ApiDefaults
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
 from portal.models import User
 
@@ -38,7 +37,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return drf_exception_handler(exc, context)
 
 
-class TeamViewSet(ApiDefaults, viewsets.ModelViewSet[Team]):
+class TeamViewSet(viewsets.ModelViewSet[Team]):
     serializer_class = s.TeamSerializer
 
     def get_queryset(self) -> QuerySet[Team]:
@@ -66,7 +65,6 @@ class TeamViewSet(ApiDefaults, viewsets.ModelViewSet[Team]):
     destroy=extend_schema(parameters=[TEAM_PK]),
 )
 class MembershipViewSet(
-    ApiDefaults,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.DestroyModelMixin,
@@ -118,7 +116,7 @@ def _get_membership(team: Team, pk: str) -> Membership:
         raise Http404 from None
 
 
-class CollectionViewSet(ApiDefaults, viewsets.ModelViewSet[Collection]):
+class CollectionViewSet(viewsets.ModelViewSet[Collection]):
     """Collections the caller can see; editors rename, owners and team admins delete."""
 
     def get_serializer_class(self) -> type[Any]:
@@ -160,7 +158,6 @@ class CollectionViewSet(ApiDefaults, viewsets.ModelViewSet[Collection]):
 
 
 class ApiTokenViewSet(
-    ApiDefaults,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,
