@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import tempfile
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from django.contrib.auth import get_user_model
@@ -199,6 +201,8 @@ def do_add_document(
         parser_for(mime)
     except ParseError as exc:
         raise ValidationError(f"{rel_path}: {exc}") from None
+    if existing is not None and existing.status != Document.Status.FAILED:
+        check_replacement(rel_path, content, mime)
     with transaction.atomic():
         document = existing or Document(collection=collection, rel_path=rel_path)
         document.name, document.sha256, document.size, document.mime = (
@@ -223,6 +227,31 @@ def do_add_document(
         if enqueue:
             enqueue_run(run)
     return document, run
+
+
+def check_replacement(rel_path: str, content: File, mime: str) -> None:
+    """Refuse a new version of a stored document that its parser cannot open: storing it would
+    make the good version unsearchable and then fail, and nothing stored may be lost that way.
+    (A new document is stored as it is, and its run says why it failed.)"""
+    from ingestion.parsers.base import ParseError, parser_for
+
+    path = getattr(content, "temporary_file_path", None)  # a large upload is on disk already
+    try:
+        if path is not None:
+            parser_for(mime).check(Path(path()))
+            return
+        with tempfile.TemporaryDirectory(prefix="portal-check-") as folder:
+            copy = Path(folder) / ("new" + PurePosixPath(rel_path).suffix[-10:])
+            with copy.open("wb") as handle:
+                content.seek(0)
+                for piece in content.chunks():
+                    handle.write(piece)
+            parser_for(mime).check(copy)
+    except ParseError as exc:
+        raise ValidationError(
+            _("“%(name)s” was not stored: %(error)s The version stored before is kept.")
+            % {"name": rel_path, "error": exc}
+        ) from None
 
 
 def check_upload_size(name: str, size: int) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -89,6 +89,18 @@ class Parser(ABC):
     @abstractmethod
     def pages(self, path: Path) -> Iterator[ParsedPage]:
         """Yield the file's pages in order; raise ParseError for a file it cannot read."""
+
+    def check(self, path: Path) -> None:
+        """Raise ParseError when the file cannot be read as this type, before it is stored:
+        a damaged new version of a document is refused so the version it would replace stays.
+        Parses the first page (opening the file, its limits, one page's content); formats
+        whose first page costs much more than opening them (videos, slide renders) override it."""
+        pages = self.pages(path)
+        try:
+            next(pages, None)
+        finally:
+            if isinstance(pages, Generator):
+                pages.close()  # leave the rest unparsed, and let the parser close the file now
 
     def count(self, path: Path) -> int | None:
         """How many pages `pages` will yield, when that is cheap to know before parsing (for

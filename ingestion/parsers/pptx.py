@@ -49,14 +49,7 @@ class PptxParser(Parser):
     mime_types = (PPTX,)
 
     def pages(self, path: Path) -> Iterator[ParsedPage]:
-        check_archive(path, required=("ppt/presentation.xml", "[Content_Types].xml"))
-        presentation = _open(path)
-        slides = list(presentation.slides)
-        if len(slides) > settings.MAX_PAGES:
-            raise ParseError(
-                _("The presentation has %(count)s slides; the limit is %(limit)s (PORTAL_MAX_PAGES).")
-                % {"count": f"{len(slides):,}", "limit": f"{settings.MAX_PAGES:,}"}
-            )
+        presentation, slides = _opened(path)
         size = (_points(presentation.slide_width), _points(presentation.slide_height))
         with _renders(path, [_hidden(slide) for slide in slides]) as render:
             for index, slide in enumerate(slides):
@@ -68,6 +61,23 @@ class PptxParser(Parser):
                         % {"number": index + 1, "error": exc}
                     ) from exc
                 yield page
+
+    def check(self, path: Path) -> None:
+        # Its first page would wait for LibreOffice to render every slide: opening it is enough.
+        _opened(path)
+
+
+def _opened(path: Path) -> tuple[Presentation, list[Slide]]:
+    """The presentation and its slides, within PORTAL_MAX_PAGES."""
+    check_archive(path, required=("ppt/presentation.xml", "[Content_Types].xml"))
+    presentation = _open(path)
+    slides = list(presentation.slides)
+    if len(slides) > settings.MAX_PAGES:
+        raise ParseError(
+            _("The presentation has %(count)s slides; the limit is %(limit)s (PORTAL_MAX_PAGES).")
+            % {"count": f"{len(slides):,}", "limit": f"{settings.MAX_PAGES:,}"}
+        )
+    return presentation, slides
 
 
 def libreoffice() -> str | None:

@@ -67,17 +67,7 @@ class VideoParser(Parser):
     mime_types = (MP4, WEBM, MOV)
 
     def pages(self, path: Path) -> Iterator[ParsedPage]:
-        ffmpeg = _ffmpeg()
-        probe = probe_video(ffmpeg, path)
-        limit = settings.MAX_MEDIA_MINUTES
-        if probe.duration > limit * 60:
-            raise ParseError(
-                _(
-                    "The video is %(minutes)s minutes long; the limit is %(limit)s minutes "
-                    "(PORTAL_MAX_MEDIA_MINUTES). Cut it into shorter parts."
-                )
-                % {"minutes": math.ceil(probe.duration / 60), "limit": limit}
-            )
+        ffmpeg, probe = _opened(path)
         with tempfile.TemporaryDirectory(prefix="video-") as tmp:
             frames, wav_path = extract(ffmpeg, path, probe, Path(tmp))
             if wav_path is None:
@@ -85,6 +75,26 @@ class VideoParser(Parser):
                 return
             with wave.open(str(wav_path), "rb") as wav:
                 yield from _segments(probe, frames, wav)
+
+    def check(self, path: Path) -> None:
+        # Its first page would extract the frames and sound of the whole video: probing it is enough.
+        _opened(path)
+
+
+def _opened(path: Path) -> tuple[str, Probe]:
+    """ffmpeg and what it says about the video, within PORTAL_MAX_MEDIA_MINUTES."""
+    ffmpeg = _ffmpeg()
+    probe = probe_video(ffmpeg, path)
+    limit = settings.MAX_MEDIA_MINUTES
+    if probe.duration > limit * 60:
+        raise ParseError(
+            _(
+                "The video is %(minutes)s minutes long; the limit is %(limit)s minutes "
+                "(PORTAL_MAX_MEDIA_MINUTES). Cut it into shorter parts."
+            )
+            % {"minutes": math.ceil(probe.duration / 60), "limit": limit}
+        )
+    return ffmpeg, probe
 
 
 def _ffmpeg() -> str:
