@@ -519,3 +519,30 @@ def requeue_stale_runs(stale_after: timedelta) -> list[IngestionRun]:
         if run.document is not None:
             requeued.append(do_rerun_document(run.document))
     return requeued
+
+
+def resend_lost_runs(stale_after: timedelta) -> list[IngestionRun]:
+    """Queued ingestion runs whose task message is gone: Redis restarted without keeping its
+    data (the embedded one keeps none, so restarting `manage.py up` lost every queued upload),
+    or a broker flushed. Call it only when the broker's ingest queue is empty: then no queued
+    run has a message waiting. Each such run queued for longer than `stale_after` (and not
+    sent again since) is sent again; a run a worker holds already is claimed only once, so a
+    second message for it does nothing. `heartbeat_at` of a queued run: when it was resent."""
+    from knowledge.actions import enqueue_run
+
+    cutoff = timezone.now() - stale_after
+    lost = IngestionRun.objects.filter(
+        status=IngestionRun.Status.QUEUED,
+        kind=IngestionRun.Kind.INGEST,
+        document__isnull=False,
+        created_at__lt=cutoff,
+    ).filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
+    resent = []
+    for run in lost:
+        if IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
+            heartbeat_at=timezone.now()
+        ):
+            with transaction.atomic():
+                enqueue_run(run)
+            resent.append(run)
+    return resent

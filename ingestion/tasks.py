@@ -43,7 +43,23 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
 def requeue_stale_runs() -> int:
     """Run by beat every minute."""
     stale_after = timedelta(minutes=settings.RUN_STALE_MINUTES)
-    return len(pipeline.requeue_stale_runs(stale_after))
+    requeued = pipeline.requeue_stale_runs(stale_after)
+    if _waiting("ingest") == 0:  # queued runs have no message left: the broker lost them
+        requeued += pipeline.resend_lost_runs(stale_after)
+    return len(requeued)
+
+
+def _waiting(queue: str) -> int:
+    """Messages waiting in a broker queue (not those a worker holds)."""
+    from celery import current_app
+    from kombu.exceptions import ChannelError
+
+    with current_app.connection_for_read() as connection:
+        try:
+            declared = connection.default_channel.queue_declare(queue=queue, passive=True)  # type: ignore[attr-defined]
+            return int(declared.message_count)
+        except ChannelError:  # not declared (yet): nothing waits in it
+            return 0
 
 
 @shared_task(name="ingestion.reindex_outdated")

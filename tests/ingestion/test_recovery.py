@@ -79,3 +79,32 @@ def test_it_leaves_live_runs_alone(private_collection):
     IngestionRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now())
     assert requeue_stale_runs(timedelta(minutes=10)) == []
     assert IngestionRun.objects.get(pk=run.pk).status == "running"
+
+
+def test_a_queued_run_whose_message_was_lost_is_sent_again_and_completes(private_collection, tmp_path):
+    """Redis restarted without its data (the embedded one keeps none): the queued upload's
+    task message is gone. Beat's check finds the broker's ingest queue empty and sends it
+    again; a run queued a moment ago is left alone."""
+    from ingestion.tasks import _waiting
+    from ingestion.tasks import requeue_stale_runs as beat_check
+
+    lost, lost_run = actions.do_add_document(
+        private_collection, "lost.md", b"# Lost\n\nThe ferry leaves at nine.", enqueue=False
+    )
+    recent, recent_run = actions.do_add_document(
+        private_collection, "recent.md", b"# Recent\n\nNew text.", enqueue=False
+    )
+    assert lost_run is not None
+    assert recent_run is not None
+    IngestionRun.objects.filter(pk=lost_run.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    log = tmp_path / "worker.log"
+    with celery_worker(log) as worker:
+        wait_for(lambda: b"ready." in log.read_bytes() or worker.poll() is not None, 60, "worker start", log)
+        # Messages earlier tests left in this Redis database are drained first.
+        wait_for(lambda: _waiting("ingest") == 0, 60, "ingest queue drained", log)
+        assert beat_check() == 1
+        wait_for(lambda: Document.objects.get(pk=lost.pk).status == Document.Status.READY, 120, "lost run done", log)
+        assert beat_check() == 0  # sent once per stale period, not every minute
+    assert IngestionRun.objects.get(pk=lost_run.pk).status == IngestionRun.Status.SUCCEEDED
+    assert IngestionRun.objects.get(pk=recent_run.pk).status == IngestionRun.Status.QUEUED
+    assert Document.objects.get(pk=recent.pk).status == Document.Status.PENDING
