@@ -70,6 +70,7 @@ class CitationSerializer(serializers.Serializer[dict[str, Any]]):
     score = serializers.FloatField()
     snippet = serializers.CharField()
     thumbnail_url = serializers.CharField()
+    video_url = serializers.CharField(allow_null=True, help_text="A timed passage: the video at its moment (`#t=`).")
 
 
 class AttachmentSerializer(serializers.Serializer[dict[str, Any]]):
