@@ -316,6 +316,42 @@ def test_the_global_index_is_skipped_for_a_small_share(corpus, alice, monkeypatc
     assert "c.index_version_id = %s" in query.sql
 
 
+def test_several_small_versions_are_scanned_exactly_and_keep_access(
+    corpus, team_collection, alice, charlie, monkeypatch
+):
+    """Several versions with few chunks in all: every distance over their rows (no graph
+    walked), the same hits as one walk per version, and never another user's chunk."""
+    from assistant.retrieval import dense
+
+    ingest(
+        team_collection, {"handbook.md": "# 住宿\n\n北京出差每晚住宿不超过八百元。\n\n# Taxis\n\nTaxis after 22:00."}
+    )
+    secret = actions.do_create_collection(charlie, "charlie's")
+    ingest(secret, {"secret.md": "# Secret\n\n北京每晚住宿标准是九百九十九元，这是机密。"})
+    scope = scope_for(alice)
+    versions = list(scope.versions)
+    assert len(versions) == 2
+    vector = registry.text_embedder().embed_query("北京每晚住宿标准是九百九十九元")
+    query = dense.statement(scope, versions, "c.embedding", lambda v: v.dims, "", vector, 5)
+    assert "near AS MATERIALIZED" in query.sql
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the graphs would serve if the planner could use them
+        cursor.execute("EXPLAIN " + query.sql, query.params)
+        plan = " ".join(row[0] for row in cursor.fetchall())
+    assert "hnsw" not in plan
+    exact = dense.search_dense(scope, vector, versions[0].embedder_id, 5)
+    visible = Chunk.objects.filter(index_version__in=versions, searchable=True, embedding__isnull=False)
+    everything = dense.search_dense(scope, vector, versions[0].embedder_id, 1000)
+    assert sorted(pk for pk, _ in everything) == sorted(visible.values_list("pk", flat=True))
+    assert everything[:5] == exact
+    monkeypatch.setattr(dense, "EXACT_CHUNKS", 0)  # one graph walk per version
+    monkeypatch.setattr(dense, "EXACT_PER_VERSION", 0)
+    assert "UNION ALL" in dense.statement(scope, versions, "c.embedding", lambda v: v.dims, "", vector, 5).sql
+    walked = dense.search_dense(scope, vector, versions[0].embedder_id, 5)
+    assert [pk for pk, _ in walked] == [pk for pk, _ in exact]
+    assert [score for _, score in walked] == pytest.approx([score for _, score in exact])
+
+
 def test_lexical_candidates_by_version_or_by_index_agree(corpus, alice, monkeypatch):
     from assistant.retrieval import lexical
 
