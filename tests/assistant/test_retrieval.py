@@ -378,6 +378,9 @@ def test_lexical_reads_by_version_only_for_a_small_scope(corpus, alice, monkeypa
         reading = [q["sql"] for q in queries.captured_queries if "candidates AS" in q["sql"]]
         assert reading
         assert all(expected in sql for sql in reading)
+        # The GIN path keeps the planner off the version's b-tree (index scans off, bitmap scans on).
+        settings_ = [q["sql"] for q in queries.captured_queries if "enable_indexscan" in q["sql"]]
+        assert len(settings_) == (0 if limit else len(reading))
 
 
 def test_batched_statistics_equal_per_document_ones(corpus):
