@@ -116,7 +116,8 @@ def start(
 
 
 def _history(conversation: Conversation) -> tuple[Turn, ...]:
-    """The last turns: each question with the answer that followed it."""
+    """The last turns: each question with the answer that followed it. An answer cut by an
+    error is no answer: its part would be taken as what was said."""
     if not settings.HISTORY_TURNS:
         return ()
     recent = list(conversation.messages.order_by("-pk")[: settings.HISTORY_TURNS * 2])[::-1]
@@ -124,7 +125,7 @@ def _history(conversation: Conversation) -> tuple[Turn, ...]:
     for message in recent:
         if message.role == Message.Role.USER:
             turns.append(Turn(message.content, ""))
-        elif turns and not turns[-1].answer:
+        elif turns and not turns[-1].answer and not message.error:
             turns[-1] = Turn(turns[-1].question, message.content)
     return tuple(turn for turn in turns if turn.answer)
 

@@ -221,6 +221,17 @@ def test_a_conversation_gives_its_history_to_the_router_and_rewrite(policies, al
     assert Message.objects.get(pk=events[-1]["message"]).rewrite == "年假可以累积吗？"
 
 
+def test_an_answer_cut_by_an_error_is_left_out_of_the_history(policies, alice):
+    first = collect(answer_events(start(alice, "年假有几天？"), model=ScriptedChat(answer="十天 [1]。")))
+    Message.objects.filter(conversation_id=first["conversation"], role="assistant").update(
+        content="十天（未完", error="chat model (openai): the provider answered 500"
+    )
+    model = ScriptedChat(route='{"strategy": "direct", "reason": "x"}')
+    list(answer_events(start(alice, "报销要多久？", conversation_id=first["conversation"]), model=model))
+    route_prompt = dict(model.asked)["route"]
+    assert "十天（未完" not in route_prompt
+
+
 def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(policies, alice):
     def answer(prompt: str) -> str:
         falcon = re.search(r"\[(\d+)\] 《falcon\.md》", prompt)
