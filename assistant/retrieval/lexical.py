@@ -30,15 +30,16 @@ WITH versions AS MATERIALIZED (
     FROM knowledge_indexversion v
     WHERE v.id IN ({scope}) AND v.chunk_count > 0
 ),
--- One row per version: its query terms and their idf, so that each candidate is joined to
--- one row (a join to one row per term copied each candidate's terms once per query term,
--- and the hash tables of a few thousand candidates spilled to disk).
+-- One row per version: the idf of each query term, in the order of the terms (NULL where the
+-- version has none), so that each candidate is joined to one row and scored by one
+-- expression (a join to one row per term copied each candidate's terms once per term, and
+-- the hash tables of a few thousand candidates spilled to disk).
 idf AS MATERIALIZED (
-    SELECT s.index_version_id, array_agg(s.term) AS terms,
-        array_agg(ln(1 + (v.n - s.df + 0.5) / (s.df + 0.5))) AS idfs
-    FROM knowledge_termstat s JOIN versions v ON v.id = s.index_version_id
-    WHERE s.term = ANY(%s)
-    GROUP BY s.index_version_id
+    SELECT v.id AS index_version_id, array_agg(ln(1 + (v.n - s.df + 0.5) / (s.df + 0.5)) ORDER BY q.n) AS idfs
+    FROM versions v
+    CROSS JOIN unnest(%s::text[]) WITH ORDINALITY AS q(term, n)
+    LEFT JOIN knowledge_termstat s ON s.index_version_id = v.id AND s.term = q.term
+    GROUP BY v.id
 ),
 -- `|| '{{}}'`: the stored terms are compressed; the candidates keep them decompressed once,
 -- not once per query term read.
@@ -47,21 +48,22 @@ candidates AS MATERIALIZED (
     FROM knowledge_chunk c
     WHERE {match} AND c.searchable AND c.index_version_id = ANY(ARRAY(SELECT id FROM versions))
 )
-SELECT c.id, score.value AS score
-FROM candidates c
-JOIN versions v ON v.id = c.index_version_id
-JOIN idf i ON i.index_version_id = c.index_version_id
-CROSS JOIN LATERAL (
-    SELECT sum(u.idf * t.tf / (t.tf + %s * (1 - %s + %s * c.length / v.avgdl))) AS value
-    FROM unnest(i.terms, i.idfs) AS u(term, idf)
+SELECT id, score FROM (
+    SELECT c.id, {score} AS score
+    FROM candidates c
+    JOIN versions v ON v.id = c.index_version_id
+    JOIN idf i ON i.index_version_id = c.index_version_id
     -- OFFSET 0: each term's count is read from the chunk's JSON once, not once per use.
-    CROSS JOIN LATERAL (SELECT (c.terms ->> u.term)::float AS tf OFFSET 0) t
-    WHERE t.tf IS NOT NULL
-) score
-WHERE score.value IS NOT NULL
-ORDER BY score DESC, c.id
+    CROSS JOIN LATERAL (SELECT {counts}, %s * (1 - %s + %s * c.length / v.avgdl) AS norm OFFSET 0) t
+) scored
+WHERE score > 0
+ORDER BY score DESC, id
 LIMIT %s
 """
+# Term j's part of the score (tf{j}: its count in the chunk, NULL where absent); a part is
+# positive or NULL, so a chunk holding no term whose idf is known scores 0 and is left out.
+PART = "coalesce(i.idfs[{j}] * t.tf{j} / (t.tf{j} + t.norm), 0)"
+COUNT = "(c.terms ->> %s)::float AS tf{j}"
 
 
 def query_terms(query: str) -> list[str]:
@@ -179,6 +181,12 @@ def _run(scope: Scope, small: bool, scored: list[str], candidates: TermSets, k: 
     with transaction.atomic(), connection.cursor() as cursor:
         if not small:
             cursor.execute("SELECT set_config('enable_indexscan', 'off', true)")
-        sql = QUERY.format(scope=scope.sql, match="(" + " OR ".join(tests) + ")")
-        cursor.execute(sql, [*scope.params, scored, *([single] if single else []), *several, k1, b, b, k])
+        sql = QUERY.format(
+            scope=scope.sql,
+            match="(" + " OR ".join(tests) + ")",
+            score=" + ".join(PART.format(j=j) for j in range(1, len(scored) + 1)),
+            counts=", ".join(COUNT.format(j=j) for j in range(1, len(scored) + 1)),
+        )
+        params = [*scope.params, scored, *([single] if single else []), *several, *scored, k1, b, b, k]
+        cursor.execute(sql, params)
         return [(int(pk), float(score)) for pk, score in cursor.fetchall()]
