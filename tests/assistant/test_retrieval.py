@@ -233,15 +233,26 @@ def test_the_admin_test_search_shows_every_stage(admin_client, corpus, client, b
 
 
 def test_reading_rare_terms_first_gives_the_exact_top_k(corpus, alice, monkeypatch):
+    from django.test.utils import CaptureQueriesContext
+
     from assistant.retrieval import lexical
 
     scope = scope_for(alice)
+    reads = []
     for query in ("employees leave 年假 员工", "报销 工资 每月", "sick leave doctor"):
         pruned = search_lexical(scope, query, k=2)
         exhaustive = search_lexical(scope, query, k=1000)[:2]  # fewer than k: every chunk read
         monkeypatch.setattr(lexical, "MAX_TERMS", 0)  # one set per term that must be read
         assert pruned == exhaustive == search_lexical(scope, query, k=2)
         monkeypatch.setattr(lexical, "MAX_TERMS", 12)
+        # The second read skips the sets the first covered (a scope holding most of the
+        # index), or reads them again (a small share of it): the same top k either way.
+        for share in (0, 10**9):
+            monkeypatch.setattr(lexical, "WIDE_SHARE", share)
+            with CaptureQueriesContext(connection) as queries:
+                assert search_lexical(scope, query, k=2) == exhaustive, (query, share)
+            reads.append(sum("candidates AS" in q["sql"] for q in queries.captured_queries))
+    assert 2 in reads  # some query needed the second read
 
 
 def test_term_bounds_are_upper_bounds_that_prune_exactly(corpus, alice, monkeypatch, settings):
