@@ -24,10 +24,12 @@ def ensure_render(page: Page) -> bool:
         return False
     import pymupdf
 
+    from ingestion.parsers.pdf import render_png
+
     with page.document.file.open("rb") as handle, pymupdf.open(stream=handle.read(), filetype="pdf") as document:
         if page.number > document.page_count:
             return False
-        png = document.load_page(page.number - 1).get_pixmap(dpi=RENDER_DPI).tobytes("png")
+        png = render_png(document.load_page(page.number - 1), RENDER_DPI)
     page.render.save(f"{page.number}.png", ContentFile(png), save=False)
     Page.objects.filter(pk=page.pk, render="").update(render=page.render.name)
     return True

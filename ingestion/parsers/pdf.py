@@ -4,6 +4,7 @@ text beside them as caption, a PNG render for citations, and every block's bbox.
 
 from __future__ import annotations
 
+import math
 import statistics
 import unicodedata
 from collections.abc import Iterator
@@ -17,6 +18,10 @@ from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, 
 
 RENDER_DPI = 110  # pictures PyMuPDF cannot extract alone are drawn from the page at this size
 OCR_DPI = 200  # pages the OCR reads are rendered sharper: small print needs the pixels
+# No render is larger than this: a page may be up to 200 inches a side (PDF's limit), which at
+# OCR_DPI would be 1.6 billion pixels (4.8 GB) from a file of a few hundred bytes; such a page
+# is drawn at the dpi that fits. 25 MP is an A0 poster at 130 dpi.
+MAX_RENDER_PIXELS = 25_000_000
 MIN_IMAGE_PX = 64  # smaller images are icons and rules, not content
 BAND = 0.06  # top and bottom share of the page where running headers and footers live
 HEADING_RATIO = 1.2  # a line this much larger than the body text is a heading
@@ -72,6 +77,19 @@ class PdfParser(Parser):
                     ) from exc
 
 
+def render_png(page: Any, dpi: int, clip: BBox | None = None) -> bytes:
+    """The page (or its `clip` area) drawn as a PNG at `dpi`, or at the lower dpi that keeps
+    it within MAX_RENDER_PIXELS."""
+    import pymupdf
+
+    area = pymupdf.Rect(clip) if clip is not None else page.rect
+    square_inches = (area.width / 72) * (area.height / 72)
+    if square_inches > 0:
+        dpi = max(1, min(dpi, math.floor(math.sqrt(MAX_RENDER_PIXELS / square_inches))))
+    data: bytes = page.get_pixmap(dpi=dpi, clip=area if clip is not None else None).tobytes("png")
+    return data
+
+
 def _reason(exc: Exception, path: Path) -> str:
     """PyMuPDF's message without the stored file's path on the server ("Failed to open file
     '/srv/.../originals/ab/ab12…' as type pdf."): people see this message."""
@@ -100,7 +118,7 @@ def _parse_page(page: Any, number: int) -> ParsedPage:
         width=width,
         height=height,
         # Only the OCR needs a render now; citations get theirs on first view (knowledge.renders).
-        render=page.get_pixmap(dpi=OCR_DPI).tobytes("png") if needs_ocr else None,
+        render=render_png(page, OCR_DPI) if needs_ocr else None,
         needs_ocr=needs_ocr,
     )
 
@@ -161,7 +179,7 @@ def _image_blocks(page: Any, images: list[dict[str, Any]], texts: list[dict[str,
         try:
             png = pymupdf.Pixmap(image["image"]).tobytes("png")
         except Exception:  # an image stream PyMuPDF cannot decode alone: render its area instead
-            png = page.get_pixmap(clip=pymupdf.Rect(bbox), dpi=RENDER_DPI).tobytes("png")
+            png = render_png(page, RENDER_DPI, clip=bbox)
         blocks.append(Block("image", _caption(bbox, texts), bbox=bbox, image=png))
     return blocks
 

@@ -221,12 +221,14 @@ def _renders(path: Path, hidden: list[bool]) -> Iterator[Render]:
             return
         import pymupdf
 
+        from ingestion.parsers.pdf import render_png
+
         with pymupdf.open(pdf) as document:
             pages = _pdf_pages(hidden, document.page_count)
 
             def render(index: int) -> bytes | None:
                 page = pages[index]
-                return None if page is None else document.load_page(page).get_pixmap(dpi=RENDER_DPI).tobytes("png")
+                return None if page is None else render_png(document.load_page(page), RENDER_DPI)
 
             yield render
 

@@ -151,3 +151,34 @@ def test_compatibility_characters_from_pdf_fonts_are_folded(tmp_path):
     (parsed,) = parser_for("application/pdf").pages(tmp_path / "compat.pdf")
     assert "北京出差 14号" in parsed.text
     assert {"北京", "14"} <= set(terms("\uf963京出差 １４号"))
+
+
+def test_a_poster_sized_page_is_rendered_within_the_pixel_cap(tmp_path, settings):
+    """A 5,000-point page holding only a picture is read by OCR; at 200 dpi its render would be
+    193 million pixels (580 MB) from a file of a few KB. It is drawn at the dpi that fits."""
+    import io
+
+    import pymupdf
+    from PIL import Image
+
+    from ingestion.parsers import pdf
+
+    picture = io.BytesIO()
+    Image.new("RGB", (300, 300), "white").save(picture, "PNG")
+    document = pymupdf.open()
+    page = document.new_page(width=5000, height=5000)
+    page.insert_image(pymupdf.Rect(0, 0, 5000, 5000), stream=picture.getvalue())
+    path = tmp_path / "poster.pdf"
+    document.save(path)
+    (parsed,) = parser_for("application/pdf").pages(path)
+    assert parsed.needs_ocr
+    assert parsed.render is not None
+    width, height = Image.open(io.BytesIO(parsed.render)).size
+    assert width * height <= pdf.MAX_RENDER_PIXELS
+    assert width >= 4_900  # as large as the cap allows, not shrunk further
+    with pymupdf.open(path) as again:  # the citation render and a clipped area likewise
+        whole = Image.open(io.BytesIO(pdf.render_png(again.load_page(0), pdf.RENDER_DPI))).size
+        clip = Image.open(io.BytesIO(pdf.render_png(again.load_page(0), pdf.OCR_DPI, clip=(0, 0, 5000, 2500)))).size
+    assert whole[0] * whole[1] <= pdf.MAX_RENDER_PIXELS
+    assert clip[0] * clip[1] <= pdf.MAX_RENDER_PIXELS
+    assert clip[0] > whole[0]  # half the area: a higher dpi fits
