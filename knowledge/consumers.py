@@ -6,18 +6,24 @@ exists but is not visible: no existence leak).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 from django.http import Http404
 
 from knowledge.access import access_collection
 from knowledge.events import collection_group
 
+log = logging.getLogger(__name__)
+
 
 class CollectionEventsConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
+    staying: asyncio.Future[None] | None = None
 
     async def connect(self) -> None:
         # Accept first, then close with a code: a close during the handshake reaches the
@@ -35,9 +41,21 @@ class CollectionEventsConsumer(AsyncJsonWebsocketConsumer):
             return
         self.group = collection_group(collection.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        self.staying = asyncio.ensure_future(self._stay_in_group(self.group))
         await self.send_json({"type": "subscribed", "collection": collection.pk})
 
+    async def _stay_in_group(self, group: str) -> None:
+        """Join again before the membership expires (settings.GROUP_EXPIRY)."""
+        while True:
+            await asyncio.sleep(settings.GROUP_REFRESH)
+            try:
+                await self.channel_layer.group_add(group, self.channel_name)
+            except Exception:  # Redis away for a moment: the next round tries again
+                log.warning("Could not renew the socket's place in %s", group, exc_info=True)
+
     async def disconnect(self, code: int) -> None:
+        if self.staying is not None:
+            self.staying.cancel()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

@@ -220,10 +220,16 @@ SPECTACULAR_SETTINGS = {
 # Channels: websockets share Redis with Celery, on the same URL.
 # redis-py gives up on a read after 5 s by default, the very time channels_redis blocks
 # waiting for a socket's next message (BZPOPMIN, 5 s): an idle socket then died with 1011.
+# A socket stays in its collection's group by joining again every GROUP_REFRESH seconds
+# (knowledge.consumers), so group membership can expire soon: the channels of a daphne that
+# was killed leave the groups after GROUP_EXPIRY instead of channels_redis's default day
+# (during which every event was queued for them and logged "over capacity").
+GROUP_REFRESH = 60
+GROUP_EXPIRY = 300
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "group_expiry": GROUP_EXPIRY},
     }
 }
 
