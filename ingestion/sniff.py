@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from django.core.files import File
@@ -20,6 +20,7 @@ TEXT = "text/plain"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+ZIP = "application/zip"
 CSV = "text/csv"
 VTT = "text/vtt"
 SRT = "application/x-subrip"
@@ -36,6 +37,7 @@ IMAGE_SIGNATURES = (
 )
 MARKDOWN_NAMES = (".md", ".markdown", ".mdown")
 CSV_NAMES = (".csv", ".tsv")
+OFFICE_NAMES = (".docx", ".pptx", ".xlsx")
 SRT_CUE = re.compile(rb"\A(?:\xef\xbb\xbf)?\s*\d+\s*\r?\n\d{1,2}:\d{2}:\d{2}[,.]\d{1,3}\s*-->")
 
 
@@ -83,6 +85,30 @@ def _sniff(head: bytes, name: str, whole: Path | File | BinaryIO) -> str:
     return _text_type(head, name.lower())
 
 
+def check_indexable(mime: str, name: str) -> None:
+    """Raise ParseError unless a parser reads files of type `mime`. The type is always the
+    content's; where the name says Word, PowerPoint or Excel, the message says what is wrong
+    with the content instead of listing the types that can be indexed."""
+    from ingestion.parsers.base import parser_for
+
+    try:
+        parser_for(mime)
+    except ParseError as exc:
+        suffix = PurePosixPath(name.lower()).suffix
+        if suffix not in OFFICE_NAMES:
+            raise
+        if mime == ZIP:
+            message = _(
+                "The file looks like a damaged or incomplete Office document (zip): save it again from its program."
+            )
+        else:
+            message = _(
+                "The name ends in %(suffix)s, but the content is not an Office document (those are zip archives): "
+                "check that this is the right file, or save it again from its program."
+            ) % {"suffix": suffix}
+        raise ParseError(message) from exc
+
+
 def _text_type(head: bytes, name: str) -> str:
     if head.lstrip(b"\xef\xbb\xbf").startswith(b"WEBVTT"):
         return VTT
@@ -108,14 +134,14 @@ def _office_type(whole: Path | File | BinaryIO) -> str:
         with zipfile.ZipFile(whole) as archive:
             names = set(archive.namelist())
     except zipfile.BadZipFile:
-        return "application/octet-stream"
+        return ZIP  # a zip by its signature, cut short or damaged: no parser reads it
     if "word/document.xml" in names:
         return DOCX
     if "ppt/presentation.xml" in names:
         return PPTX
     if "xl/workbook.xml" in names:
         return XLSX
-    return "application/zip"
+    return ZIP
 
 
 def _whole_lines(head: bytes) -> bytes:

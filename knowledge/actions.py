@@ -186,8 +186,8 @@ def do_add_document(
 
     `data` may be an uploaded or opened file: it is hashed, sniffed and stored in chunks, so
     a 200 MB upload never sits in memory whole."""
-    from ingestion.parsers.base import ParseError, parser_for
-    from ingestion.sniff import sniff_file
+    from ingestion.parsers.base import ParseError
+    from ingestion.sniff import check_indexable, sniff_file
 
     rel_path = clean_document_path(name)
     content = data if isinstance(data, File) else ContentFile(data)
@@ -198,7 +198,7 @@ def do_add_document(
         return existing, None
     try:
         mime = mime or sniff_file(content, rel_path)
-        parser_for(mime)
+        check_indexable(mime, rel_path)
     except ParseError as exc:
         raise ValidationError(f"{rel_path}: {exc}") from None
     if existing is not None and existing.status != Document.Status.FAILED:

@@ -5,6 +5,7 @@ words by OCR (with boxes) and, where a vision model is configured, captions it."
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,8 @@ from django.utils.translation import gettext as _
 from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, register
 
 MAX_RENDER_SIDE = 2000  # pixels: enough for OCR and for display, bounded in size
+# Pillow's DecompressionBombError says "Image size (400000000 pixels) exceeds limit of …".
+BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 EXIF_ORIENTATION, EXIF_DATETIME, EXIF_IFD, EXIF_DATETIME_ORIGINAL = 0x0112, 0x0132, 0x8769, 0x9003
 
 
@@ -44,26 +47,23 @@ def open_image(data: bytes) -> tuple[Any, dict[str, object]]:
     Refuses decompression bombs before decoding them and truncated files with a readable error."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
-    limit = settings.MAX_IMAGE_MEGAPIXELS * 1_000_000
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            opened = Image.open(io.BytesIO(data))
+            # Pillow warns from its own limit (89 MP) up; PORTAL_MAX_IMAGE_MEGAPIXELS decides
+            # instead, checked on the size the header states before anything is decoded.
+            # Pillow's hard refusal (DecompressionBombError) stays on.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(io.BytesIO(data))  # reads the header only
             width, height = opened.size
-            if width * height > limit:
-                raise ParseError(
-                    _(
-                        "The image is %(width)s×%(height)s pixels, more than the %(limit)s megapixels allowed "
-                        "(PORTAL_MAX_IMAGE_MEGAPIXELS)."
-                    )
-                    % {"width": width, "height": height, "limit": settings.MAX_IMAGE_MEGAPIXELS}
-                )
+            check_pixels(width * height)
             opened.seek(0)  # the first frame of a GIF or the first page of a TIFF
             exif = opened.getexif()
             opened.load()
-    except ParseError:
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+    except Image.DecompressionBombError as exc:
+        # Refused by Pillow inside Image.open, so no size to read but the one its message states.
+        stated = BOMB_PIXELS.search(str(exc))
+        if stated:
+            check_pixels(int(stated.group(1)))
         raise ParseError(_("The image is too large to open safely (%s).") % exc) from exc
     except UnidentifiedImageError as exc:  # its message is the repr of our buffer: say it plainly
         raise ParseError(_("The image cannot be read: it is damaged or not really an image.")) from exc
@@ -79,6 +79,18 @@ def open_image(data: bytes) -> tuple[Any, dict[str, object]]:
     picture = ImageOps.exif_transpose(opened).convert("RGB")
     picture.thumbnail((MAX_RENDER_SIDE, MAX_RENDER_SIDE))
     return picture, meta
+
+
+def check_pixels(pixels: int) -> None:
+    """Refuse a picture over PORTAL_MAX_IMAGE_MEGAPIXELS, saying its size and the limit."""
+    if pixels > settings.MAX_IMAGE_MEGAPIXELS * 1_000_000:
+        raise ParseError(
+            _(
+                "The image is %(size)s megapixels, more than the %(limit)s megapixels allowed "
+                "(PORTAL_MAX_IMAGE_MEGAPIXELS)."
+            )
+            % {"size": f"{pixels / 1_000_000:,.1f}", "limit": settings.MAX_IMAGE_MEGAPIXELS}
+        )
 
 
 def png_bytes(picture: Any) -> bytes:

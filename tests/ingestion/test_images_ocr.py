@@ -4,6 +4,7 @@ with the real local OCR, through the real pipeline on PostgreSQL + pgvector."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,6 +70,33 @@ def test_a_decompression_bomb_is_refused_before_decoding(tmp_path, settings):
     assert len(buffer.getvalue()) < 5000
     with pytest.raises(ParseError, match="PORTAL_MAX_IMAGE_MEGAPIXELS"):
         parse(buffer.getvalue(), tmp_path)
+
+
+def test_a_picture_over_pillows_own_limit_is_refused_by_the_portal_setting(tmp_path, settings, monkeypatch):
+    from PIL import Image, ImageFile
+
+    def no_decoding(self: Any) -> Any:
+        raise AssertionError("the picture was decoded")
+
+    buffer = io.BytesIO()
+    Image.new("1", (10_000, 10_000)).save(buffer, format="PNG")  # 100 MP: over Pillow's 89 MP warning
+    monkeypatch.setattr(ImageFile.ImageFile, "load", no_decoding)
+    settings.MAX_IMAGE_MEGAPIXELS = 99
+    with pytest.raises(ParseError) as refused:
+        parse(buffer.getvalue(), tmp_path)
+    assert str(refused.value) == (
+        "The image is 100.0 megapixels, more than the 99 megapixels allowed (PORTAL_MAX_IMAGE_MEGAPIXELS)."
+    )
+
+
+def test_a_bomb_over_pillows_hard_limit_says_its_size_and_pillow_still_refuses_it(tmp_path, settings):
+    bomb = (Path(__file__).parent.parent / "files" / "bad" / "bomb.png").read_bytes()  # 20,000 x 20,000
+    settings.MAX_IMAGE_MEGAPIXELS = 100
+    with pytest.raises(ParseError, match=r"400\.0 megapixels, more than the 100 megapixels allowed"):
+        parse(bomb, tmp_path)
+    settings.MAX_IMAGE_MEGAPIXELS = 1000  # the setting allows it; Pillow's bomb protection does not
+    with pytest.raises(ParseError, match="too large to open safely"):
+        parse(bomb, tmp_path)
 
 
 class CountingOCR:

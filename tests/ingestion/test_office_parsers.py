@@ -4,13 +4,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from ingestion.chunking import chunk_page
 from ingestion.parsers import pptx as pptx_parser
 from ingestion.parsers.base import ParsedPage, ParseError, parser_for
 from ingestion.parsers.docx import DocxParser, image_png
 from ingestion.parsers.pptx import PptxParser
-from ingestion.sniff import DOCX, PPTX, sniff
+from ingestion.sniff import DOCX, PPTX, ZIP, check_indexable, sniff, sniff_bytes
+from knowledge import actions
+from knowledge.models import Document
 from tests.ingestion.files import png
 from tests.ingestion.office_files import (
     FOOTER,
@@ -230,6 +233,42 @@ def test_it_refuses_a_zip_that_is_no_office_document(tmp_path):
         list(DocxParser().pages(fake))
     with pytest.raises(ParseError, match=r"ppt/presentation\.xml is missing"):
         list(PptxParser().pages(fake))
+
+
+DAMAGED = "The file looks like a damaged or incomplete Office document (zip): save it again from its program."
+
+
+def test_it_says_a_zip_named_as_an_office_file_is_damaged_or_incomplete(handbook, tmp_path):
+    truncated = tmp_path / "truncated.docx"
+    truncated.write_bytes(handbook.read_bytes()[:300])  # the zip signature, no directory
+    no_office = plain_zip(tmp_path / "notes.zip", {"notes.txt": "just text"})
+    assert sniff(truncated, "budget.xlsx") == sniff(no_office, "report.docx") == ZIP  # the content decides
+    for path, name in ((truncated, "budget.xlsx"), (no_office, "report.docx"), (no_office, "deck.PPTX")):
+        with pytest.raises(ParseError) as refused:
+            check_indexable(sniff(path, name), name)
+        assert str(refused.value) == DAMAGED, name
+    with pytest.raises(ParseError, match="Files of type application/zip cannot be indexed"):
+        check_indexable(ZIP, "notes.zip")  # a zip that does not claim to be Office
+
+
+def test_it_says_an_office_name_on_content_that_is_no_zip_is_not_an_office_document(tmp_path):
+    seven_zip = b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(range(200)) * 4
+    assert sniff_bytes(seven_zip, "deck.pptx") == "application/octet-stream"
+    with pytest.raises(ParseError, match=r"The name ends in \.pptx, but the content is not an Office document"):
+        check_indexable(sniff_bytes(seven_zip, "deck.pptx"), "deck.pptx")
+    with pytest.raises(ParseError, match="cannot be indexed"):
+        check_indexable(sniff_bytes(seven_zip, "archive.7z"), "archive.7z")
+    # Text named .docx is text: the name never decides the type.
+    text = b"# Notes\n\nPlain text saved with the wrong name.\n"
+    assert sniff_bytes(text, "notes.docx") == "text/plain"
+    check_indexable("text/plain", "notes.docx")
+
+
+def test_it_refuses_an_upload_of_a_broken_office_file_in_those_words(private_collection, handbook):
+    with pytest.raises(ValidationError) as refused:
+        actions.do_add_document(private_collection, "handbook.docx", handbook.read_bytes()[:300], enqueue=False)
+    assert refused.value.messages == [f"handbook.docx: {DAMAGED}"]
+    assert not Document.objects.filter(collection=private_collection).exists()
 
 
 def test_it_refuses_truncated_and_damaged_office_files(handbook, briefing, tmp_path):
