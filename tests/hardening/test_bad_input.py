@@ -21,6 +21,7 @@ from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
 from knowledge.models import Chunk, Collection, Document
 from tests.conftest import token_for
+from tests.ingestion.test_documents_api import upload
 
 CORPUS = Path(__file__).resolve().parent.parent / "files" / "bad"
 CASES: list[dict[str, str]] = json.loads((CORPUS / "cases.json").read_text(encoding="utf-8"))
@@ -35,11 +36,6 @@ UNREADABLE = re.compile(r"Traceback|\bNone\b|/tmp/|/work/|/var/|originals/|\.py\
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-
-
-def upload(api, collection_id: int, *files: tuple[str, bytes]):
-    payload = {"files": [SimpleUploadedFile(name, data) for name, data in files]}
-    return api.post(f"/api/collections/{collection_id}/documents/", payload, format="multipart")
 
 
 def wait_done(api, document_ids: list[int], timeout: float) -> dict[int, dict[str, Any]]:

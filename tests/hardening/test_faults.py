@@ -41,6 +41,7 @@ from knowledge import actions
 from knowledge.models import Chunk, Document, IndexedDocument, Page
 from portal.supervisor import web_command, worker_command
 from tests.assistant.chat_files import policy_pdf
+from tests.assistant.test_chat_socket import until_done
 from tests.assistant.wire import Reply, chunks, completion, embeddings, serve
 from tests.hardening.servers import PrivatePostgres, PrivateRedis, postgres_bin, redis_server
 from tests.ingestion.image_files import text_image
@@ -81,15 +82,6 @@ def stream_requests(wire: Any) -> int:
 
 def ask(question: str, collections: list[int] | None = None, conversation: int | None = None) -> str:
     return json.dumps({"type": "ask", "question": question, "collections": collections, "conversation": conversation})
-
-
-async def until_done(ws: Any, timeout: float = 60) -> list[dict[str, Any]]:
-    events = []
-    while True:
-        event = json.loads(await asyncio.wait_for(ws.recv(), timeout=timeout))
-        events.append(event)
-        if event["type"] in ("done", "error"):
-            return events
 
 
 def healthz(port: int) -> tuple[int, dict[str, Any]]:
