@@ -8,17 +8,15 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.db.backends.signals import connection_created  # noqa: E402
+from django.conf import settings  # noqa: E402
 
-from portal.db import limit_web_statements, no_persistent_connections  # noqa: E402
+from portal.db import for_the_web  # noqa: E402
 from portal.routing import websocket_urlpatterns  # noqa: E402
 from portal.web import keep_uploads_out_of_memory  # noqa: E402
 from portal.ws_auth import PortalAuthStack  # noqa: E402
 from portal.ws_origin import BrowserOriginStack  # noqa: E402
 
-# Only the web process: a worker's statements (index builds, statistics) may take longer.
-connection_created.connect(limit_web_statements)
-no_persistent_connections()
+for_the_web(settings.DATABASES, settings.WEB_STATEMENT_TIMEOUT)
 keep_uploads_out_of_memory()
 
 application = ProtocolTypeRouter(

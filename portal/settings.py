@@ -55,7 +55,7 @@ DATABASE_URL_SOURCE = "DATABASE_URL" if env_str("DATABASE_URL") else "embedded"
 REDIS_URL_SOURCE = "REDIS_URL" if env_str("REDIS_URL") else "embedded"
 
 # Workers and commands keep their connection DB_CONN_MAX_AGE seconds; the web process keeps
-# none (portal.db.no_persistent_connections: under ASGI every request thread held its own).
+# none (portal.db.for_the_web: under ASGI every request thread held its own).
 DATABASES = {"default": parse_database_url(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "portal.User"

@@ -3,20 +3,21 @@ logs and error messages."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import subprocess
 import sys
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connections
 from django.db.utils import DatabaseError
 
 from assistant.providers.base import ChatMessage, ProviderError
 from assistant.providers.config import RoleConfig
 from assistant.providers.openai_compat import OpenAIChatModel
 from portal import redact
-from portal.db import limit_web_statements
+from portal.db import for_the_web
 from portal.supervisor import web_command
 from tests.assistant.wire import Reply, serve
 
@@ -92,18 +93,22 @@ def test_the_web_command_passes_the_request_timeout_to_daphne():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_web_statements_are_cancelled_after_the_timeout(settings):
-    settings.WEB_STATEMENT_TIMEOUT = 1
-    connection.ensure_connection()
+def test_web_statements_are_cancelled_after_the_timeout():
+    """The web process's settings (portal.asgi applies them to its own), on a copy here."""
+    own = connections["default"]
+    databases = copy.deepcopy(own.settings_dict)
+    for_the_web({"default": databases}, statement_timeout=1)
+    assert databases["CONN_MAX_AGE"] == 0
+    web = type(own)(databases, alias="default")  # a second connection, with the web's settings
     try:
-        limit_web_statements(sender=None, connection=connection)
-        with connection.cursor() as cursor:
+        with web.cursor() as cursor:
             cursor.execute("SHOW statement_timeout")
             assert cursor.fetchone()[0] == "1s"
             with pytest.raises((OperationalError, DatabaseError), match="statement timeout"):
                 cursor.execute("SELECT pg_sleep(3)")
     finally:
-        connection.close()  # the next test gets a connection without the limit
+        web.close()
+    assert own.settings_dict["CONN_MAX_AGE"] != 0  # this process's own settings untouched
 
 
 @pytest.fixture
