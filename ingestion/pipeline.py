@@ -542,7 +542,6 @@ def resend_lost_runs(stale_after: timedelta) -> list[IngestionRun]:
         if IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
             heartbeat_at=timezone.now()
         ):
-            with transaction.atomic():
-                enqueue_run(run)
+            enqueue_run(run)  # sent at once: no transaction is open here
             resent.append(run)
     return resent

@@ -16,12 +16,10 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
-from assistant.providers import registry
-from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
-from knowledge.models import Chunk, Collection, Document
+from knowledge.models import Chunk, Document
 from tests.conftest import token_for
 from tests.ingestion.test_documents_api import upload
+from tests.ingestion.test_images_ocr import ingest
 
 CORPUS = Path(__file__).resolve().parent.parent / "files" / "bad"
 CASES: list[dict[str, str]] = json.loads((CORPUS / "cases.json").read_text(encoding="utf-8"))
@@ -119,23 +117,13 @@ def test_every_bad_file_ends_as_expected_and_nothing_stored_is_lost(
     assert kept_id in [hit["document_id"] for hit in hits]
 
 
-def ingest_inline(collection: Collection, name: str, data: bytes) -> Document:
-    """The pipeline in this process (as tests/ingestion/test_pipeline.py runs it): fast for text."""
-    document, run = actions.do_add_document(collection, name, data, enqueue=False)
-    assert run is not None
-    assert claim(run)
-    ingest_document(run, registry.text_embedder())
-    document.refresh_from_db()
-    return document
-
-
 def corpus(name: str) -> bytes:
     return (CORPUS / name).read_bytes()
 
 
 def test_hostile_names_and_text_are_escaped_on_every_page(client, alice, private_collection):
-    named = ingest_inline(private_collection, "<img src=x onerror=alert(1)>.md", corpus("xss_name.md"))
-    texted = ingest_inline(private_collection, "xss_text.md", corpus("xss_text.md"))
+    named = ingest(private_collection, "<img src=x onerror=alert(1)>.md", corpus("xss_name.md"))
+    texted = ingest(private_collection, "xss_text.md", corpus("xss_text.md"))
     assert (named.status, texted.status) == ("ready", "ready")
     assert XSS in named.name
     client.force_login(alice)
@@ -185,7 +173,7 @@ def tables_exist() -> bool:
 
 
 def test_odd_search_queries_give_a_result_or_a_clear_400(api, alice, private_collection):
-    ingest_inline(private_collection, *KEPT)
+    ingest(private_collection, *KEPT)
     chunks = Chunk.objects.count()
     token_for(api, alice)
     for query in ODD_QUERIES:
@@ -213,7 +201,7 @@ def test_odd_questions_give_an_answer_or_a_clear_400(api, alice, private_collect
 
     minute = random.randrange(10**9)  # a minute of its own for the question limit
     monkeypatch.setattr("portal.limits._minute", lambda: minute)
-    ingest_inline(private_collection, *KEPT)
+    ingest(private_collection, *KEPT)
     chunks = Chunk.objects.count()
     token_for(api, alice)
     for question, problem in (("x" * 100_000, "2000 characters"), ("hotel\u0000cap", "Null characters")):
