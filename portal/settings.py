@@ -195,6 +195,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Request bodies are JSON, typed as the schema says; only uploads are multipart (their views
+    # say so). Form encodings would turn every value into text, and "" into null.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # Every operation documents the errors it can answer; limit/offset out of range are a 400.
     "DEFAULT_SCHEMA_CLASS": "knowledge.api.schema.ApiSchema",
     "DEFAULT_PAGINATION_CLASS": "knowledge.api.pagination.Pagination",
@@ -203,7 +207,11 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Team knowledge portal API",
-    "DESCRIPTION": "Teams, collections and API tokens. Authenticate with `Authorization: Token <key>`.",
+    "DESCRIPTION": (
+        "Teams, collections and API tokens. Authenticate with `Authorization: Token <key>`. "
+        "Request bodies are JSON (`Content-Type: application/json`), except uploads (multipart); "
+        "read-only fields sent in a body are ignored."
+    ),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI from the installed package, not a CDN: the portal works offline.

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from knowledge.models import ApiToken, Collection, Document, Membership, Page, PageImage, Role, Team
 from knowledge.renders import can_render
@@ -39,10 +42,18 @@ class RoleSerializer(serializers.Serializer[None]):
     role = serializers.ChoiceField(choices=Role.choices)
 
 
+class StrictRelatedField(serializers.PrimaryKeyRelatedField):
+    """A primary key or null; DRF's own field would also take "" for null, which the schema
+    (integer or null) does not allow."""
+
+    def run_validation(self, data: Any = empty) -> Any:
+        if data == "":
+            self.fail("incorrect_type", data_type="str")
+        return super().run_validation(data)
+
+
 class CollectionSerializer(serializers.ModelSerializer[Collection]):
-    team = serializers.PrimaryKeyRelatedField(
-        source="owner_team", queryset=Team.objects.all(), required=False, allow_null=True
-    )
+    team = StrictRelatedField(source="owner_team", queryset=Team.objects.all(), required=False, allow_null=True)
     owner = serializers.CharField(source="owner_label", read_only=True)
 
     class Meta:

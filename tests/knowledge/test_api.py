@@ -64,6 +64,23 @@ def test_it_creates_collections_for_self_or_own_team(api, bob, charlie, team):
     assert "already exists" in str(duplicate.json())
 
 
+def test_it_reads_bodies_as_json_and_keeps_their_types(api, alice, team):
+    """The schema's types hold: a form body is refused (it would turn every value into text),
+    "" is no team, and read-only fields sent are ignored."""
+    token_for(api, alice)
+    form = api.post("/api/collections/", {"name": "Form", "team": ""}, format="multipart")
+    assert form.status_code == 415
+    empty_team = api.post("/api/collections/", {"name": "Empty team", "team": ""}, format="json")
+    assert empty_team.status_code == 400
+    assert "team" in empty_team.json()
+    sent = {"name": "Typed", "team": None, "updated_at": "2001-01-01T00:00:00Z", "owner": "bob@example.com"}
+    created = api.post("/api/collections/", sent, format="json")
+    assert created.status_code == 201
+    assert created.json()["owner"] == "alice@example.com"
+    assert not created.json()["updated_at"].startswith("2001")
+    assert not Collection.objects.filter(name__in=["Form", "Empty team"]).exists()
+
+
 def test_it_manages_team_members_by_role(api, alice, bob, charlie, team):
     token_for(api, bob)
     members = f"/api/teams/{team.pk}/members/"
