@@ -55,7 +55,7 @@ def policy_pdf() -> bytes:
     import pymupdf
 
     font = cjk_font()
-    fontname, fontfile = ("cjk", str(font)) if font else ("helv", None)
+    fontname, fontfile = "cjk", str(font)
     document = pymupdf.open()
     for title, lines in PAGES:
         page = document.new_page(width=595, height=842)

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from assistant.providers import chat_model, ocr, registry, text_embedder
 from assistant.providers.base import ChatMessage, NotAvailable
-
-CJK_FONTS = [
-    Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),
-    Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
-]
+from tests.ingestion import files
 
 # query -> (the passage that answers it, passages that do not)
 LABELLED = {
@@ -80,12 +75,7 @@ def test_it_streams_and_keeps_json_mode_valid():
 
 @pytest.fixture
 def cjk_font() -> Path:
-    font = next((f for f in CJK_FONTS if f.exists()), None)
-    if font is None:
-        if os.environ.get("CI"):
-            pytest.fail("A CJK font is required in CI (apt-get install fonts-wqy-microhei).")
-        pytest.skip("No CJK font installed (apt-get install fonts-wqy-microhei).")
-    return font
+    return files.cjk_font()
 
 
 def test_it_reads_chinese_and_english_with_boxes(cjk_font, tmp_path):

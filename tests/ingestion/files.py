@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import tempfile
 from pathlib import Path
 
 CJK_FONTS = [
@@ -11,8 +13,18 @@ CJK_FONTS = [
 ]
 
 
-def cjk_font() -> Path | None:
-    return next((font for font in CJK_FONTS if font.exists()), None)
+@functools.cache
+def cjk_font() -> Path:
+    """A font with Chinese glyphs: the system's (fonts-wqy-microhei), else the Droid Sans
+    Fallback that PyMuPDF carries, written out once, so that no test needs a Debian font."""
+    installed = next((font for font in CJK_FONTS if font.exists()), None)
+    if installed is not None:
+        return installed
+    import pymupdf
+
+    path = Path(tempfile.mkdtemp(prefix="cjk-font-")) / "droid-sans-fallback.ttf"
+    path.write_bytes(pymupdf.Font("china-s").buffer)
+    return path
 
 
 def png(width: int, height: int, colour: tuple[int, int, int] = (40, 120, 200)) -> bytes:
@@ -33,7 +45,7 @@ def handbook_pdf(path: Path) -> Path:
     font = cjk_font()
     document = pymupdf.open()
     page = document.new_page(width=595, height=842)
-    fontname, fontfile = ("cjk", str(font)) if font else ("helv", None)
+    fontname, fontfile = "cjk", str(font)
 
     def write(target: pymupdf.Page, at: tuple[float, float], text: str, size: float) -> None:
         target.insert_text(at, text, fontsize=size, fontname=fontname, fontfile=fontfile)

@@ -15,7 +15,7 @@ def text_image(lines: list[str], *, width: int = 900, size: int = 40, fmt: str =
     from PIL import Image, ImageDraw, ImageFont
 
     font_path = cjk_font()
-    font = ImageFont.truetype(str(font_path), size) if font_path else ImageFont.load_default(size)
+    font = ImageFont.truetype(str(font_path), size)
     height = 60 + len(lines) * (size + 30)
     image = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(image)

@@ -383,8 +383,6 @@ def _write(page: object, at: tuple[float, float], text: str, size: float) -> Non
 
     assert isinstance(page, pymupdf.Page)
     font = cjk_font()
-    if font is None:
-        raise RuntimeError("the corpus needs a CJK font (fonts-wqy-microhei)")
     length = pymupdf.Font(fontfile=str(font)).text_length(text, fontsize=size)
     if at[0] + length > WIDTH - MARGIN / 2:
         raise ValueError(f"line too long for one PDF line ({length:.0f} pt): {text}")
