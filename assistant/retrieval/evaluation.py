@@ -20,8 +20,12 @@ from pathlib import Path
 
 PageKey = tuple[str, int]  # (document name as uploaded, 1-based page number)
 LANGS = ("zh", "en")
-TYPES = ("text", "table", "image", "scan", "number")
+# The public evaluation's kinds (eval/), then the small retrieval set's (tests/files/eval/).
+TYPES = ("fact", "table", "picture", "multihop", "followup", "unanswerable", "text", "image", "scan", "number")
+UNANSWERABLE = "unanswerable"
 METRICS = ("hit@1", "hit@3", "hit@5", "mrr", "ndcg@10")
+
+Key = tuple[str, ...]  # one required value: any of these spellings
 
 
 @dataclass(frozen=True)
@@ -30,8 +34,15 @@ class Question:
     question: str
     lang: str
     type: str
-    gold: frozenset[PageKey]
+    gold: frozenset[PageKey]  # empty only for an unanswerable question
     answer: str = ""  # a literal the gold page's text holds; checked by the tests, not scored
+    keys: tuple[Key, ...] = ()  # what a right answer must say, each in one of its spellings
+    history: tuple[tuple[str, str], ...] = ()  # (role, content) of the turns before it
+    ci: bool = False  # in the short run CI makes
+
+    @property
+    def answerable(self) -> bool:
+        return self.type != UNANSWERABLE
 
 
 class QuestionFileError(ValueError):
@@ -130,17 +141,54 @@ def parse_question(raw: str, where: str) -> Question:
     answer = entry.get("answer", "")
     if not isinstance(answer, str):
         raise QuestionFileError(f"{where}: 'answer' must be a string.")
+    answerable = entry["type"] != UNANSWERABLE
+    gold = _gold(entry.get("gold"), where, answerable)
+    keys = _keys(entry.get("keys", []), where)
+    if not answerable and keys:
+        raise QuestionFileError(f"{where}: an unanswerable question has no 'keys'.")
     return Question(
         id=entry["id"],
         question=entry["question"],
         lang=entry["lang"],
         type=entry["type"],
-        gold=_gold(entry.get("gold"), where),
+        gold=gold,
         answer=answer,
+        keys=keys,
+        history=_history(entry.get("history", []), where),
+        ci=entry.get("ci") is True,
     )
 
 
-def _gold(value: object, where: str) -> frozenset[PageKey]:
+def _keys(value: object, where: str) -> tuple[Key, ...]:
+    """["value", ["spelling 1", "spelling 2"]]: every element is required, in any spelling."""
+    if not isinstance(value, list):
+        raise QuestionFileError(f"{where}: 'keys' must be a list.")
+    keys: list[Key] = []
+    for item in value:
+        spellings = [item] if isinstance(item, str) else item
+        if not isinstance(spellings, list) or not spellings or not all(isinstance(s, str) and s for s in spellings):
+            raise QuestionFileError(f"{where}: each key is a non-empty string or a list of them.")
+        keys.append(tuple(spellings))
+    return tuple(keys)
+
+
+def _history(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list):
+        raise QuestionFileError(f'{where}: \'history\' must be a list of {{"role", "content"}} objects.')
+    turns = []
+    for item in value:
+        role, content = (item.get("role"), item.get("content")) if isinstance(item, dict) else (None, None)
+        if role not in ("user", "assistant") or not isinstance(content, str) or not content.strip():
+            raise QuestionFileError(f"{where}: each history turn needs a 'role' (user or assistant) and 'content'.")
+        turns.append((role, content))
+    return tuple(turns)
+
+
+def _gold(value: object, where: str, answerable: bool = True) -> frozenset[PageKey]:
+    if not answerable:
+        if value not in (None, []):
+            raise QuestionFileError(f"{where}: an unanswerable question has an empty 'gold'.")
+        return frozenset()
     if not isinstance(value, list) or not value:
         raise QuestionFileError(f'{where}: \'gold\' must be a non-empty list of {{"file", "page"}} objects.')
     pages: set[PageKey] = set()

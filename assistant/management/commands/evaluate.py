@@ -9,6 +9,14 @@ rerank, and fused + rerank where a reranker is configured. A hit is right when i
 name, page number) is one of the question's gold pages (see assistant.retrieval.evaluation for
 the metrics). The figures go to stdout, <out>.json and a bar chart <out>.png.
 
+--answers: also asks every question through the real answer pipeline (router, retrieval,
+the chat model, citations, attachments; follow-ups with their history as a conversation) and
+scores the answers (see assistant.answering.evaluation): citation hit@1/5 and MRR, gold
+recall, answer-key coverage, correct and false abstention, picture attachments, p50/p95
+seconds per answer, per question type and language.
+--subset ci: only the questions marked "ci" (and with --ingest, only the files that the
+manifest beside the question file marks "ci"): the short run CI makes.
+
 --user: whose view of the portal is searched (results are limited to what that user may see).
 It defaults to the collection's owner, or for a team's collection its first admin; with
 --ingest, to the first superuser.
@@ -19,8 +27,10 @@ indexes every file of the folder here (no Celery worker needed), and evaluates a
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,8 +39,12 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.test.utils import override_settings
 from django.utils import timezone
 
+from assistant.answering import pipeline as answering
+from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer_summary
+from assistant.models import Conversation, Message
 from assistant.providers import registry
 from assistant.retrieval.evaluation import (
     LANGS,
@@ -78,6 +92,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--out", type=Path, default=Path("bench/results/eval"), help="Writes <out>.json and <out>.png."
         )
+        parser.add_argument("--answers", action="store_true", help="Also answer every question and score it.")
+        parser.add_argument("--subset", choices=["ci"], help="Only the questions (and files) marked for CI.")
 
     def handle(
         self,
@@ -88,6 +104,8 @@ class Command(BaseCommand):
         user: str | None,
         k: int,
         out: Path,
+        answers: bool = False,
+        subset: str | None = None,
         **options: Any,
     ) -> None:
         # call_command passes keyword options as given, without argparse's type conversion.
@@ -103,9 +121,15 @@ class Command(BaseCommand):
             entries = load_questions(questions)
         except QuestionFileError as exc:
             raise CommandError(str(exc)) from None
+        files: set[str] | None = None
+        if subset == "ci":
+            entries = [entry for entry in entries if entry.ci]
+            if not entries:
+                raise CommandError(f"No question of {questions} is marked for CI.")
+            files = ci_files(questions.parent)
         if ingest is not None:
             searcher = find_user(user) if user else first_superuser()
-            target = self.ingest(ingest, searcher)
+            target = self.ingest(ingest, searcher, files)
         else:
             assert collection is not None
             target = find_collection(collection)
@@ -117,21 +141,40 @@ class Command(BaseCommand):
         report = evaluate(entries, searcher, target, pipelines(), k)
         report["seconds"] = round(time.perf_counter() - started, 1)
         report["questions_file"] = str(questions)
+        report["subset"] = subset or "all"
         self.stdout.write(format_report(report))
+        if answers:
+            report["answers"] = evaluate_answers(entries, searcher, target, self.stdout.write)
+            self.stdout.write(format_answers(report["answers"]))
         json_path, png_path = output_paths(out)
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
         plot(report, png_path)
         self.stdout.write(f"Wrote {json_path} and {png_path}")
+        if answers:
+            answers_png = png_path.with_name(f"{png_path.stem}-answers.png")
+            plot_answers(report["answers"], answers_png)
+            self.stdout.write(f"Wrote {answers_png}")
 
-    def ingest(self, folder: Path, user: User) -> Collection:
-        """A new collection for `user` with every file of `folder`, indexed here and now."""
+    def ingest(self, folder: Path, user: User, files: set[str] | None = None) -> Collection:
+        """A new collection for `user` with every file of `folder` (or only those named in
+        `files`), indexed here and now."""
         if not folder.is_dir():
             raise CommandError(f"{folder} is not a folder.")
         target = create_collection(user)
         self.stdout.write(f"Created collection {target.pk} ({target.name}); indexing {folder}")
         started = time.perf_counter()
-        call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=self.stdout, stderr=self.stderr)
+        with tempfile.TemporaryDirectory(prefix="evaluate-") as picked:
+            if files is not None:  # the named files only, copied beside each other
+                found = [path for path in sorted(folder.rglob("*")) if path.is_file() and path.name in files]
+                if {path.name for path in found} != files:
+                    raise CommandError(f"{folder} lacks {', '.join(sorted(files - {p.name for p in found}))}.")
+                for path in found:
+                    shutil.copy2(path, Path(picked) / path.name)
+                folder = Path(picked)
+            call_command(
+                "ingest", str(folder), collection=target.pk, inline=True, stdout=self.stdout, stderr=self.stderr
+            )
         self.stdout.write(f"Indexed in {time.perf_counter() - started:.1f} s")
         documents = Document.objects.filter(collection=target)
         for failed in documents.filter(status=Document.Status.FAILED):
@@ -161,6 +204,7 @@ def evaluate(
     rows: dict[str, list[dict[str, float]]] = {run.name: [] for run in runs}
     millis: dict[str, list[float]] = {run.name: [] for run in runs}
     details = []
+    questions = [question for question in questions if question.answerable]  # no gold page to find
     for question in questions:
         detail: dict[str, Any] = {
             "id": question.id,
@@ -196,6 +240,84 @@ def evaluate(
     }
 
 
+def evaluate_answers(
+    questions: Sequence[Question], user: User, target: Collection, say: Callable[[str], object]
+) -> dict[str, Any]:
+    """Ask every question as `user` through the answer pipeline, as /api/ask/ does; a
+    follow-up's history becomes the conversation it is asked in. Memory is off: each answer
+    stands on the documents alone, and nothing is queued for a worker."""
+    rows: list[dict[str, float | None]] = []
+    seconds: list[float] = []
+    details = []
+    with override_settings(MEMORY_ENABLED=False):
+        for number, question in enumerate(questions, start=1):
+            conversation = conversation_for(user, target, question) if question.history else None
+            started = time.perf_counter()
+            session = answering.start(
+                user,
+                question.question,
+                collection_ids=[target.pk],
+                conversation_id=conversation.pk if conversation else None,
+            )
+            result = answering.collect(answering.answer_events(session))
+            elapsed = time.perf_counter() - started
+            row = answer_scores(question, result)
+            rows.append(row)
+            seconds.append(elapsed)
+            say(f"[{number}/{len(questions)}] {question.id} {elapsed:.1f} s {_row_line(row)}")
+            details.append(
+                {
+                    "id": question.id,
+                    "type": question.type,
+                    "lang": question.lang,
+                    "question": question.question,
+                    "seconds": round(elapsed, 2),
+                    "answer": result["answer"],
+                    "abstain": result["abstain"],
+                    "strategy": result["strategy"],
+                    "rewrite": result["rewrite"],
+                    "plan": result["plan"],
+                    "citations": [{"file": c["file"], "page": c["page"]} for c in result["citations"]],
+                    "attachments": [{"file": a["file"], "page": a["page"]} for a in result["attachments"]],
+                    "error": result["error"],
+                    "timings": result["timings"],
+                    "scores": row,
+                }
+            )
+    return {
+        "questions": len(questions),
+        "metrics": list(ANSWER_METRICS),
+        "summary": answer_summary(questions, rows, seconds),
+        "per_question": details,
+    }
+
+
+def _row_line(row: dict[str, float | None]) -> str:
+    return " ".join(f"{metric}={value:.2f}" for metric, value in row.items() if value is not None)
+
+
+def conversation_for(user: User, target: Collection, question: Question) -> Conversation:
+    """A conversation holding the question's history, as if the user had asked it here."""
+    conversation = Conversation.objects.create(user=user, title=question.history[0][1][:80])
+    conversation.collections.add(target)
+    Message.objects.bulk_create(
+        Message(conversation=conversation, role=role, content=content) for role, content in question.history
+    )
+    return conversation
+
+
+def ci_files(folder: Path) -> set[str]:
+    """The file names that the manifests beside the question file (manifest*.jsonl) mark "ci"."""
+    names: set[str] = set()
+    for manifest in sorted(folder.glob("manifest*.jsonl")):
+        for line in manifest.read_text(encoding="utf-8").splitlines():
+            if line.strip() and json.loads(line).get("ci") is True:
+                names.add(json.loads(line)["file"])
+    if not names:
+        raise CommandError(f"No manifest*.jsonl in {folder} marks a file for CI.")
+    return names
+
+
 def summary(questions: Sequence[Question], rows: Sequence[dict[str, float]]) -> dict[str, Any]:
     """Mean scores overall, per language and per question type (those that occur)."""
 
@@ -229,6 +351,19 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_answers(answers: dict[str, Any]) -> str:
+    """The answer metrics: overall, per language and per question type ("-": does not apply)."""
+    shown = [*ANSWER_METRICS, "p50_s", "p95_s"]
+    header = f"{'slice':<14}{'n':>4}" + "".join(f"{metric[:12]:>13}" for metric in shown)
+    lines = [f"\nAnswers: {answers['questions']} questions", header, "-" * len(header)]
+    summary_ = answers["summary"]
+    slices = {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"]}
+    for label, values in slices.items():
+        cells = "".join(f"{values[m]:>13.3f}" if values[m] is not None else f"{'-':>13}" for m in shown)
+        lines.append(f"{label:<14}{values['n']:>4}{cells}")
+    return "\n".join(lines)
+
+
 def plot(report: dict[str, Any], path: Path) -> None:
     """Grouped bars: every metric by pipeline, then hit@5 per language and per question type."""
     import matplotlib
@@ -257,6 +392,40 @@ def plot(report: dict[str, Any], path: Path) -> None:
     figure.legend(handles, labels, loc="lower center", ncol=max(len(names), 1))
     figure.suptitle(f"Retrieval evaluation: {report['questions']} questions, collection {report['collection']}")
     figure.tight_layout(rect=(0, 0.07, 1, 1))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+PLOTTED_ANSWER_METRICS = ("cite@5", "gold_recall", "key_coverage", "abstain_correct", "abstain_false")
+
+
+def plot_answers(answers: dict[str, Any], path: Path) -> None:
+    """Bars of the main answer metrics per question type and per language, and the seconds
+    per answer (p50, p95) beside them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary_ = answers["summary"]
+    slices = {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"]}
+    labels = list(slices)
+    figure, (bars, times) = plt.subplots(1, 2, figsize=(16, 4.5), gridspec_kw={"width_ratios": [3, 1]})
+    width = 0.8 / len(PLOTTED_ANSWER_METRICS)
+    for index, metric in enumerate(PLOTTED_ANSWER_METRICS):
+        positions = [g + (index - (len(PLOTTED_ANSWER_METRICS) - 1) / 2) * width for g in range(len(labels))]
+        bars.bar(positions, [slices[label][metric] or 0.0 for label in labels], width, label=metric)
+    bars.set_xticks(range(len(labels)), labels)
+    bars.set_ylim(0, 1.05)
+    bars.grid(axis="y", alpha=0.3)
+    bars.legend(loc="upper center", ncol=len(PLOTTED_ANSWER_METRICS), fontsize="small")
+    bars.set_title("Answers (a missing bar: does not apply)")
+    times.bar([0, 1], [summary_["overall"]["p50_s"] or 0.0, summary_["overall"]["p95_s"] or 0.0])
+    times.set_xticks([0, 1], ["p50", "p95"])
+    times.set_ylabel("seconds per answer")
+    times.set_title("Time per answer")
+    figure.suptitle(f"Answer evaluation: {answers['questions']} questions")
+    figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
