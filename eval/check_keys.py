@@ -29,7 +29,7 @@ REPO = EVAL_DIR.parent
 sys.path.insert(0, str(REPO))
 
 # How `manage.py evaluate --answers` compares keys with answers, so the same with pages.
-from assistant.answering.evaluation import normalise  # noqa: E402
+from assistant.answering.values import normalise  # noqa: E402
 
 
 def key_found(key: str | list[str], text: str) -> bool:

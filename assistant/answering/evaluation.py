@@ -17,12 +17,11 @@ abstained, its citations and attachments in order. The metrics:
 
 from __future__ import annotations
 
-import re
 import statistics
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from assistant.answering.values import normalise
 from assistant.retrieval.evaluation import LANGS, TYPES, Key, PageKey, Question, first_rank
 
 ANSWER_METRICS = (
@@ -36,16 +35,6 @@ ANSWER_METRICS = (
     "abstain_false",
     "attachment",
 )
-# Digits grouped by thousands: "1,234,567" and "1 234" read as "1234567" and "1234".
-THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f ](?=\d{3}(?!\d))")
-
-
-def normalise(text: str) -> str:
-    """For comparing values: NFKC (full-width letters, digits and punctuation become
-    half-width), case-folded, thousands separators dropped, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = THOUSANDS.sub("", text)
-    return " ".join(text.split())
 
 
 def holds(text: str, key: Key) -> bool:

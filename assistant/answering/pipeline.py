@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
-from assistant.answering import planner, router
+from assistant.answering import evidence, planner, prompts, router
 from assistant.answering.language import Language, language_of
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
@@ -39,6 +39,7 @@ from portal.typing import AnyUser
 log = logging.getLogger(__name__)
 
 MAX_ATTACHMENTS = 4
+CLOSEST_PASSAGES = 3  # listed when the portal declines
 
 
 class AskError(Exception):
@@ -302,7 +303,13 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         session.mark("retrieval")
         yield {"type": "retrieval", "sources": [_preview(source.hit, language, source) for source in sources]}
     check()
-    yield from _generate(session, state, model, sources, steps, language, check)
+    remembered = [item.text for item in state.memories]
+    lacking = evidence.unsupported(session.question, sources, remembered) if sources else []
+    if lacking:  # a near miss: the passages are about something else; no model guesses from them
+        log.info("Not in the documents: %s (question %r)", ", ".join(lacking), session.question[:100])
+        yield from _decline(session, state, sources, language, lacking)
+    else:
+        yield from _generate(session, state, model, sources, steps, language, check)
     used = answers.cited(state.text, len(sources))
     state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
     inferred = () if state.abstain else answers.attributed(state.text, sources, used)
@@ -347,6 +354,17 @@ def _generate(
         if close:
             close()  # stops the model's generation (and frees its lock) on cancel or timeout
     session.mark("answer")
+
+
+def _decline(
+    session: Session, state: _State, sources: Sequence[Source], language: Language, lacking: Sequence[str]
+) -> Iterator[Event]:
+    """The portal's own answer when the passages lack what the question names: no answer,
+    what was not found, and the closest passages (not citations: they do not answer)."""
+    pages = list(dict.fromkeys((source.hit.document_name, answers.place(source.hit, language)) for source in sources))
+    state.text = prompts.declined(language, lacking, pages[:CLOSEST_PASSAGES])
+    session.mark("first_token")
+    yield {"type": "answer.delta", "text": state.text}
 
 
 def _recall(session: Session, query: str) -> list[MemoryItem] | None:

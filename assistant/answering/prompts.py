@@ -6,6 +6,8 @@ interface language, so they are not in the translation catalogues.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from assistant.answering.language import Language
 
 ROUTER = {
@@ -92,6 +94,20 @@ REMINDER = {
 # What the model says when the documents do not hold the answer (see ANSWER), and other
 # ways small models say the same; an answer that cites nothing and says one of these abstains.
 NO_ANSWER = {"zh": "文档中没有找到答案。", "en": "The documents do not contain the answer."}
+
+
+def declined(language: Language, lacking: Sequence[str], closest: Sequence[tuple[str, str]]) -> str:
+    """The portal's own refusal when the passages lack what the question names (see
+    answering.evidence): NO_ANSWER, what is missing, and where the closest passages are."""
+    if language == "zh":
+        missing = "、".join(f"“{term}”" for term in lacking)
+        places = "；".join(f"《{name}》{place}" for name, place in closest)
+        return f"{NO_ANSWER['zh']}资料中没有提到{missing}。最接近的段落：{places}。"
+    missing = ", ".join(f"“{term}”" for term in lacking)
+    places = "; ".join(f'"{name}" {place}' for name, place in closest)
+    return f"{NO_ANSWER['en']} Nothing in them mentions {missing}. Closest passages: {places}."
+
+
 ABSTAIN_MARKERS = {
     "zh": ("没有找到答案", "没有找到相关", "未找到", "没有提到", "未提及", "没有相关信息", "无法回答", "没有提供"),
     "en": (

@@ -82,6 +82,13 @@ ROUTE_CASES = [
     ("先找出年假的规定，再查报销的期限", (), "multi_step"),
     ("Compare the warranty of Falcon and Heron", (), "multi_step"),
     ("What is the difference between annual leave and sick leave?", (), "multi_step"),
+    ("Falcon 和 Heron 哪个保修更久？", (), "multi_step"),
+    ("Falcon 和 Heron 各有多少个端口？", (), "multi_step"),
+    ("Falcon 的保修期是多久？Heron 呢？", (), "multi_step"),
+    ("How many ports does the Falcon have, and which Wi-Fi does it support?", (), "multi_step"),
+    ("Who was hired earlier: the Shanghai or the Beijing office manager?", (), "multi_step"),
+    ("Do both routers support Wi-Fi 6?", (), "multi_step"),
+    ("And how many days can be carried over?", LEAVE_EN, "rewrite"),
 ]
 
 
@@ -90,9 +97,17 @@ def test_the_rules_route_labelled_questions(question, history, expected):
     assert router.by_rules(question, history).strategy == expected
 
 
-def test_the_router_takes_the_models_json_and_its_reason(settings):
+def test_the_router_asks_the_model_only_what_rules_cannot_tell(settings):
     model = ScriptedChat(route='Sure! ```json\n{"strategy": "multi-step", "reason": "two products"}\n```')
-    route = router.route(model, "Falcon 和 Heron 哪个保修更久？", ())
+    for question, history in (
+        ("年假有几天？", ()),
+        ("它可以累积吗？", LEAVE),
+        ("比较 Falcon 和 Heron 的保修期", LEAVE),
+    ):
+        assert router.route(model, question, history).by == "rules"
+    assert model.asked == []
+    # After earlier turns, with no visible reference to them: the model decides.
+    route = router.route(model, "Falcon 路由器的保修期一共是多久？", LEAVE)
     assert (route.strategy, route.reason, route.by) == ("multi_step", "two products", "model")
     assert model.asked[0][0] == "route"
 
@@ -100,8 +115,8 @@ def test_the_router_takes_the_models_json_and_its_reason(settings):
 @pytest.mark.parametrize("output", ["I think you should rewrite it", '{"strategy": "search"}', "", '["direct"]'])
 def test_unusable_router_output_falls_back_to_rules_and_is_logged(caplog, output):
     with caplog.at_level(logging.WARNING, logger="assistant.answering.router"):
-        route = router.route(ScriptedChat(route=output), "它可以累积吗？", LEAVE)
-    assert (route.strategy, route.by) == ("rewrite", "rules")
+        route = router.route(ScriptedChat(route=output), "公司的密码多久要更换一次？", LEAVE)
+    assert (route.strategy, route.by) == ("direct", "rules")
     assert "Router output unusable" in caplog.text
 
 
@@ -117,8 +132,9 @@ def test_the_rewrite_is_cleaned_and_a_runaway_one_ignored():
     assert router.rewrite(ScriptedChat(rewrite="改写后的问题：“年假可以累积吗？”\n解释…"), question, LEAVE) == (
         "年假可以累积吗？"
     )
-    assert router.rewrite(ScriptedChat(rewrite="年假" * 200), question, LEAVE) == question
-    assert router.rewrite(ScriptedChat(rewrite="  "), question, LEAVE) == question
+    # A runaway rewrite is no rewrite: the earlier question and this one are searched.
+    assert router.rewrite(ScriptedChat(rewrite="年假" * 200), question, LEAVE) == "年假有几天？ 它可以累积吗？"
+    assert router.rewrite(ScriptedChat(rewrite="  "), question, LEAVE) == "年假有几天？ 它可以累积吗？"
 
 
 def test_the_rules_planner_splits_comparisons_and_chains(settings):
@@ -213,9 +229,9 @@ def test_a_conversation_gives_its_history_to_the_router_and_rewrite(policies, al
     events = list(answer_events(start(alice, "它可以累积吗？", conversation_id=first["conversation"]), model=model))
     rewrite = next(event for event in events if event["type"] == "rewrite")
     assert rewrite["query"] == "年假可以累积吗？"
-    route_prompt = dict(model.asked)["route"]
-    assert "年假有几天？" in route_prompt
-    assert "十天 [1]。" in route_prompt
+    rewrite_prompt = dict(model.asked)["rewrite"]  # "它" is plain to the rules: no route call
+    assert "年假有几天？" in rewrite_prompt
+    assert "十天 [1]。" in rewrite_prompt
     assert "问题: 年假可以累积吗？" in model.asked[-1][1]  # the answer is asked of the rewritten question
     assert Message.objects.filter(conversation_id=first["conversation"]).count() == 4
     assert Message.objects.get(pk=events[-1]["message"]).rewrite == "年假可以累积吗？"
@@ -228,8 +244,8 @@ def test_an_answer_cut_by_an_error_is_left_out_of_the_history(policies, alice):
     )
     model = ScriptedChat(route='{"strategy": "direct", "reason": "x"}')
     list(answer_events(start(alice, "报销要多久？", conversation_id=first["conversation"]), model=model))
-    route_prompt = dict(model.asked)["route"]
-    assert "十天（未完" not in route_prompt
+    assert model.asked  # the answer was asked
+    assert not any("十天（未完" in prompt for _kind, prompt in model.asked)
 
 
 def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(policies, alice):
@@ -264,7 +280,28 @@ def test_with_nothing_to_read_it_abstains_without_asking_the_model_to_guess(db, 
     assert result["abstain"] is True
     assert result["citations"] == []
     assert result["answer"] == prompts.NO_ANSWER["zh"]
-    assert [kind for kind, _ in model.asked] == ["route"]
+    assert model.asked == []  # a clear question is routed by the rules; nothing to read, nothing to ask
+
+
+@pytest.mark.parametrize(
+    ("question", "lacking", "language"),
+    [("Eagle 交换机的保修期是多久？", "“Eagle”", "zh"), ("How many days of leave do we get in 2031?", "“2031”", "en")],
+)
+def test_a_near_miss_is_declined_by_the_portal_with_the_closest_passages(policies, alice, question, lacking, language):
+    """The passages are about a neighbour (another product, another year): the model is not
+    asked, so it cannot answer with the neighbour's value."""
+    model = ScriptedChat(answer="五年 [1]。")
+    result = collect(answer_events(start(alice, question), model=model))
+    assert result["abstain"] is True
+    assert result["citations"] == []
+    assert result["answer"].startswith(prompts.NO_ANSWER[language])
+    assert lacking in result["answer"]
+    assert ("最接近的段落" if language == "zh" else "Closest passages") in result["answer"]
+    assert "answer" not in dict(model.asked)
+    answered = collect(
+        answer_events(start(alice, "Heron 交换机的保修期是多久？"), model=ScriptedChat(answer="五年 [1]。"))
+    )
+    assert answered["abstain"] is False
 
 
 def test_an_answer_that_cites_nothing_and_says_so_abstains(policies, alice):

@@ -1,0 +1,103 @@
+"""What in a question must be found literally in the documents: its anchors.
+
+A near miss asks about something the documents do not hold: another version ("gnuplot 6.0"
+when the manual is 5.4), another year, another person, another program. A small model reads
+the passages about the neighbour and answers with the neighbour's value. Anchors catch this
+before the model writes: the numbers, versions, names and identifiers of a question, each of
+which must occur in the passages given to the model, or the portal says itself that the
+documents do not hold the answer.
+
+A number must be in the passages themselves (the value next door is the usual mistake); a
+name may be anywhere in the passages' documents (a manual names its program on its title
+page, not on every page).
+
+Anchors are tokens a person would not paraphrase: anything with a digit; identifiers
+(`package.cron.yearly`, `--output`, `\\today`, `GNUPLOT_LIB`); words with a capital inside
+or all in capitals (TeXworks, FLC); capitalised words inside an English sentence (names:
+Gene Wilder); Latin words in a Chinese question (SnowNLP, KiCad); titles in 《》. Ordinary
+words are never anchors: a question may word them otherwise than the document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from django.db.models import Count, Q
+
+from assistant.answering.types import Source
+from assistant.answering.values import normalise
+from knowledge.models import Page
+
+TOKEN = re.compile(r"[\\\-]*[A-Za-z0-9\u00c0-\u024f][\w.+\-/\\'\u00c0-\u024f]*")
+TITLE = re.compile(r"《([^》]{1,40})》")
+CJK = re.compile(r"[\u3400-\u9fff]")
+DIGITS = re.compile(r"\d+")
+# Capitalised words that start clauses or name nothing in particular.
+COMMON = frozenset(
+    """
+    a an and are as at be but by can could did do does for from had has have how i if in into is it its
+    may might must of on or shall should so than that the their then there these they this those to was
+    were what when where which who whom whose why will with would you your please show tell give list
+    find according table figure page chapter section part slide step example note version default
+    """.split()  # noqa: SIM905 (a list of words, read as one)
+)
+POSSESSIVE = re.compile(r"'s$")
+SENTENCE_START = re.compile(r"(^|[.?!:;]\s+|\n)$")
+
+
+def anchors(text: str) -> list[str]:
+    """The question's anchors, in order, each once."""
+    found: list[str] = [title.strip() for title in TITLE.findall(text)]
+    chinese = bool(CJK.search(text))
+    for match in TOKEN.finditer(text):
+        token = POSSESSIVE.sub("", match.group()).rstrip(".-/'")
+        if len(token) < 2 and not token.isdigit():
+            continue
+        if _is_anchor(token, chinese, SENTENCE_START.search(text[: match.start()]) is not None):
+            found.append(token)
+    return list(dict.fromkeys(found))
+
+
+def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
+    if any(char.isdigit() for char in token):
+        return True
+    if token.lower() in COMMON:
+        return False
+    if chinese or any(char in token for char in "._-\\/") or any(char.isupper() for char in token[1:]):
+        return True
+    return token[0].isupper() and not starts_sentence
+
+
+def present(anchor: str, text: str) -> bool:
+    """Whether `text` (normalised) holds the anchor: its digits as they stand (70-79 holds
+    if 70 and 79 are there, whatever the dash), else its words as written (case aside)."""
+    wanted = normalise(anchor)
+    if wanted in text:
+        return True
+    runs = DIGITS.findall(wanted)
+    if runs:
+        return all(run in text for run in runs) and all(
+            word in text for word in re.split(r"[\W\d_]+", wanted) if len(word) > 1
+        )
+    return False
+
+
+def missing(question: str, passages: Iterable[str]) -> list[str]:
+    """The question's anchors that none of the passages holds."""
+    text = normalise(" ".join(passages))
+    return [anchor for anchor in anchors(question) if not present(anchor, text)]
+
+
+def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = ()) -> list[str]:
+    """The question's anchors that the sources do not support: numbers absent from the
+    passages, names absent from the passages' documents (one query for all the names).
+    `also`: more texts the answer may rest on (what the portal remembers about the user)."""
+    lacking = missing(question, [*also, *(f"{source.hit.document_name} {source.hit.text}" for source in sources)])
+    names = [anchor for anchor in lacking if not DIGITS.search(anchor)]
+    if not names:
+        return lacking
+    pages = Page.objects.filter(document_id__in={source.hit.document_id for source in sources})
+    counts = pages.aggregate(**{f"n{i}": Count("pk", filter=Q(text__icontains=name)) for i, name in enumerate(names)})
+    named = {name for i, name in enumerate(names) if counts[f"n{i}"]}
+    return [anchor for anchor in lacking if anchor not in named]

@@ -1,0 +1,88 @@
+"""Anchors: what a question names that the documents must hold before the model may answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.answering import evidence, router
+from assistant.answering.types import Source, Turn
+from assistant.answering.values import normalise
+from assistant.retrieval.types import Hit
+from knowledge import actions
+from knowledge.models import Document, Page
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is the default mouse double-click resolution in gnuplot 6.0?", ["double-click", "6.0"]),
+        ("How old was Gene Wilder when he died?", ["Gene", "Wilder"]),
+        ("What is gnuplot 4.6's default lambda-factor for fit?", ["4.6", "lambda-factor"]),
+        ("Which CVE made readxl 1.4.2 embed libxls?", ["CVE", "1.4.2"]),
+        ("Where does package.cron.yearly go, and what does --output do?", ["package.cron.yearly", "--output"]),
+        ("In TeXworks, which preference hides the output panel?", ["TeXworks"]),
+        ("How far do the whiskers of a box plot reach by default?", []),
+        ("SnowNLP 的情感分析准确率是多少？", ["SnowNLP"]),
+        ("2006 年版《TeX Live 指南》是谁翻译的？", ["TeX Live 指南", "2006", "TeX", "Live"]),
+        ("三沙市的常住人口是多少？", []),
+    ],
+)
+def test_a_question_anchors_its_names_numbers_and_identifiers(question, expected):
+    assert evidence.anchors(question) == expected
+
+
+def test_an_anchor_is_found_whatever_its_width_case_or_dash():
+    text = normalise("Subjects aged ７０–７９ in the FLC group; see Texworks and GNUPLOT 5.4")
+    assert evidence.present("70-79", text)
+    assert evidence.present("texworks", text)
+    assert evidence.present("5.4", text)
+    assert not evidence.present("6.0", text)
+    assert not evidence.present("TeXstudio", text)
+
+
+def test_missing_lists_the_anchors_no_passage_holds():
+    passages = ["gnuplot 5.4 manual: the mouse double-click resolution defaults to 300 ms."]
+    assert evidence.missing("What is the double-click resolution in gnuplot 6.0?", passages) == ["6.0"]
+    assert evidence.missing("What is the double-click resolution in gnuplot 5.4?", passages) == []
+
+
+def source(document: Document, page: Page, text: str) -> Source:
+    hit = Hit(
+        chunk_id=1,
+        collection_id=document.collection_id,
+        document_id=document.pk,
+        document_name=document.name,
+        rel_path=document.rel_path,
+        page_id=page.pk,
+        page_number=page.number,
+        page_kind=page.kind,
+        kind="text",
+        text=text,
+        location={},
+    )
+    return Source(1, hit)
+
+
+@pytest.mark.django_db
+def test_a_name_may_be_anywhere_in_the_document_a_number_only_in_the_passage(private_collection, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    document, _run = actions.do_add_document(private_collection, "manual.md", b"# Manual", enqueue=False)
+    Page.objects.create(document=document, number=1, kind="pdf_page", text="The TeXworks manual, version 0.6")
+    page = Page.objects.create(document=document, number=9, kind="pdf_page", text="Auto-hide the output panel.")
+    passage = [source(document, page, page.text)]
+    assert evidence.unsupported("In TeXworks, which setting hides the output panel?", passage) == []
+    assert evidence.unsupported("In TeXstudio, which setting hides the output panel?", passage) == ["TeXstudio"]
+    assert evidence.unsupported("Which setting hides the panel in TeXworks 0.6?", passage) == ["0.6"]
+    remembered = ["The user works on the Falcon router."]
+    assert evidence.unsupported("Is Falcon's panel hidden?", passage, remembered) == []
+
+
+def test_a_rewrite_that_lost_the_topic_searches_both_questions():
+    history = (Turn("What does gnuplot write its fit log to?", "fit.log [1]"),)
+    assert router.keeps_topic("Where does gnuplot write the fit log on VMS?", history)
+    assert not router.keeps_topic("Where is the log written on VMS?", history)
+    leave = (Turn("How long is the annual leave?", "ten days"),)  # no anchors: half its terms
+    assert router.keeps_topic("Can the annual leave be carried over?", leave)
+    assert not router.keeps_topic("Can it be carried over?", leave)
+    assert router.keeps_topic("Can it be carried over?", (Turn("And?", "Yes."),))  # nothing to keep
+    assert router.with_topic("And on VMS?", history) == "What does gnuplot write its fit log to? And on VMS?"
