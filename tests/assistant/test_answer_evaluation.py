@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answering.evaluation import answer_scores, answer_summary, key_coverage, normalise, percentile
+from assistant.answering.evaluation import answer_scores, answer_summary, key_coverage, percentile
+from assistant.answering.values import normalise
 from assistant.retrieval.evaluation import Question, QuestionFileError, parse_question
 
 
@@ -88,15 +89,18 @@ def test_the_question_file_holds_keys_history_and_unanswerable_questions():
     parsed = parse_question(
         '{"id": "f", "question": "And its default?", "lang": "en", "type": "followup",'
         ' "gold": [{"file": "a.pdf", "page": 2}], "keys": ["31", ["-o", "--output"]],'
-        ' "history": [{"role": "user", "content": "What sets the border?"}, {"role": "assistant", "content": "set border"}],'
+        ' "history": [{"role": "user", "content": "What sets the border?"},'
+        ' {"role": "assistant", "content": "set border"}],'
         ' "ci": true}',
         "here",
     )
     assert parsed.keys == (("31",), ("-o", "--output"))
     assert parsed.history == (("user", "What sets the border?"), ("assistant", "set border"))
-    assert parsed.ci and parsed.answerable
+    assert parsed.ci
+    assert parsed.answerable
     none = parse_question('{"id": "u", "question": "?", "lang": "zh", "type": "unanswerable", "gold": []}', "here")
-    assert not none.answerable and none.gold == frozenset()
+    assert not none.answerable
+    assert none.gold == frozenset()
     for bad in (
         '{"id": "u", "question": "?", "lang": "zh", "type": "unanswerable", "gold": [{"file": "a", "page": 1}]}',
         '{"id": "u", "question": "?", "lang": "zh", "type": "unanswerable", "gold": [], "keys": ["1"]}',
