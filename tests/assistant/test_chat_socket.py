@@ -35,6 +35,8 @@ def scripted(path: str, body: Any) -> Reply:
         return Reply(body=completion('{"strategy": "direct", "reason": "x"}'), delay=4)
     if any(system.startswith(text[:12]) for text in prompts.ROUTER.values()):
         return Reply(body=completion('{"strategy": "direct", "reason": "clear"}'))
+    if any(system.startswith(text[:12]) for text in prompts.REWRITE.values()):
+        return Reply(body=completion("未休完的年假最多可以累积几天？"))
     found = re.search(r"\[(\d+)\][^\n]*最多累积五天", user)
     answer = f"可以累积，最多五天 [{found.group(1)}]。" if found else "文档中没有找到答案。"
     if "long answer" in user:
@@ -113,8 +115,15 @@ def test_an_answer_streams_in_protocol_order_and_a_conversation_continues(web, w
     conversation = Conversation.objects.get(pk=first[0]["conversation"])
     assert conversation.messages.count() == 4
     assert list(conversation.collections.all()) == [policies]  # the follow-up kept the collections
-    router_prompts = [body["messages"][-1]["content"] for _p, _h, body in wire.requests if not body.get("stream")]
-    assert "未休完的年假可以累积吗？" in router_prompts[-1]  # the history reached the router
+    # "最多几天？" leans on the first turn: rewritten (no router call) with the history.
+    rewrite_prompts = [body["messages"][-1]["content"] for _p, _h, body in wire.requests if not body.get("stream")]
+    assert "未休完的年假可以累积吗？" in rewrite_prompts[-1]
+    assert second[1] == {
+        "type": "strategy",
+        "strategy": "rewrite",
+        "reason": "refers to an earlier turn",
+        "by": "rules",
+    }
 
 
 def test_cancel_stops_the_answer_and_the_socket_takes_the_next_question(web, alice, policies):
