@@ -33,16 +33,21 @@ TOKEN = re.compile(r"[\\\-]*[A-Za-z0-9\u00c0-\u024f][\w.+\-/\\'\u00c0-\u024f]*")
 TITLE = re.compile(r"《([^》]{1,40})》")
 CJK = re.compile(r"[\u3400-\u9fff]")
 DIGITS = re.compile(r"\d+")
-# Capitalised words that start clauses or name nothing in particular.
+# Capitalised words that start clauses or name nothing in particular; months and days
+# (documents write dates as 2005-03-08 as often as in words).
 COMMON = frozenset(
     """
     a an and are as at be but by can could did do does for from had has have how i if in into is it its
     may might must of on or shall should so than that the their then there these they this those to was
     were what when where which who whom whose why will with would you your please show tell give list
     find according table figure page chapter section part slide step example note version default
+    january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    monday tuesday wednesday thursday friday saturday sunday
     """.split()  # noqa: SIM905 (a list of words, read as one)
 )
 POSSESSIVE = re.compile(r"'s$")
+COMPOUND = re.compile(r"[a-z]+(-[a-z]+)+")
 SENTENCE_START = re.compile(r"(^|[.?!:;]\s+|\n)$")
 
 
@@ -63,6 +68,8 @@ def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
     if any(char.isdigit() for char in token):
         return True
     if token.lower() in COMMON:
+        return False
+    if COMPOUND.fullmatch(token):  # double-click, gd-based: words a document may write apart
         return False
     if chinese or any(char in token for char in "._-\\/") or any(char.isupper() for char in token[1:]):
         return True
@@ -97,7 +104,9 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
     names = [anchor for anchor in lacking if not DIGITS.search(anchor)]
     if not names:
         return lacking
+    titles = normalise(" ".join({source.hit.document_name for source in sources}))
+    names = [name for name in names if normalise(name) not in titles]
     pages = Page.objects.filter(document_id__in={source.hit.document_id for source in sources})
     counts = pages.aggregate(**{f"n{i}": Count("pk", filter=Q(text__icontains=name)) for i, name in enumerate(names)})
     named = {name for i, name in enumerate(names) if counts[f"n{i}"]}
-    return [anchor for anchor in lacking if anchor not in named]
+    return [anchor for anchor in lacking if anchor not in named and (DIGITS.search(anchor) or anchor in names)]
