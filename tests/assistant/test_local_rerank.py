@@ -29,8 +29,10 @@ def reranker(settings):
 )
 def test_it_scores_the_answering_passage_higher(reranker, query, relevant, irrelevant):
     good, bad = reranker.score(query, [relevant, irrelevant])
-    assert good > bad
-    assert good > 0 > bad
+    # A clear margin, not the sign of the irrelevant one: near 0 that depends on the CPU
+    # build's arithmetic (the AVX2 build scores the English pair 0.79 and +0.005).
+    assert good > bad + 0.5
+    assert good > 0
     assert all(-1.0 <= s <= 1.0 for s in (good, bad))
 
 
