@@ -29,13 +29,14 @@ REPO = EVAL_DIR.parent
 sys.path.insert(0, str(REPO))
 
 # How `manage.py evaluate --answers` compares keys with answers, so the same with pages.
+from assistant.answering.evaluation import holds  # noqa: E402
 from assistant.answering.values import normalise  # noqa: E402
 
 
 def key_found(key: str | list[str], text: str) -> bool:
-    """A key (a string, or a list of alternatives of which one is enough) occurs in normalised text."""
-    alternatives = [key] if isinstance(key, str) else key
-    return any(normalise(alternative) in text for alternative in alternatives)
+    """A key as the question file writes it (a string, or a list of spellings of which one
+    is enough) occurs in normalised text: the answers' own check (`holds`)."""
+    return holds(text, (key,) if isinstance(key, str) else tuple(key))
 
 
 # Page texts by file sha256: derived data only, safe to share and to delete.

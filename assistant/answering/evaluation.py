@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assistant.answering.values import normalise
-from assistant.retrieval.evaluation import LANGS, TYPES, Key, PageKey, Question, first_rank
+from assistant.retrieval.evaluation import Key, PageKey, Question, by_slice, first_rank
 
 ANSWER_METRICS = (
     "cite@1",
@@ -100,17 +100,6 @@ def answer_summary(
     questions: Sequence[Question], rows: Sequence[dict[str, float | None]], seconds: Sequence[float]
 ) -> dict[str, Any]:
     """The means overall, per language and per question type (those that occur)."""
-
-    def over(keep: Sequence[bool]) -> dict[str, Any]:
-        picked = [i for i, kept in enumerate(keep) if kept]
-        return mean_answer_scores([rows[i] for i in picked], [seconds[i] for i in picked])
-
-    return {
-        "overall": mean_answer_scores(rows, seconds),
-        "by_lang": {
-            lang: over([q.lang == lang for q in questions]) for lang in LANGS if any(q.lang == lang for q in questions)
-        },
-        "by_type": {
-            kind: over([q.type == kind for q in questions]) for kind in TYPES if any(q.type == kind for q in questions)
-        },
-    }
+    return by_slice(
+        questions, lambda picked: mean_answer_scores([rows[i] for i in picked], [seconds[i] for i in picked])
+    )

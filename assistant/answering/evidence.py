@@ -100,13 +100,12 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
     """The question's anchors that the sources do not support: numbers absent from the
     passages, names absent from the passages' documents (one query for all the names).
     `also`: more texts the answer may rest on (what the portal remembers about the user)."""
+    # A passage's document name counts as said there: "manual.md" in the question is found.
     lacking = missing(question, [*also, *(f"{source.hit.document_name} {source.hit.text}" for source in sources)])
     names = [anchor for anchor in lacking if not DIGITS.search(anchor)]
     if not names:
         return lacking
-    titles = normalise(" ".join({source.hit.document_name for source in sources}))
-    names = [name for name in names if normalise(name) not in titles]
     pages = Page.objects.filter(document_id__in={source.hit.document_id for source in sources})
     counts = pages.aggregate(**{f"n{i}": Count("pk", filter=Q(text__icontains=name)) for i, name in enumerate(names)})
     named = {name for i, name in enumerate(names) if counts[f"n{i}"]}
-    return [anchor for anchor in lacking if anchor not in named and (DIGITS.search(anchor) or anchor in names)]
+    return [anchor for anchor in lacking if anchor not in named]

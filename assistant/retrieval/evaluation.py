@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 PageKey = tuple[str, int]  # (document name as uploaded, 1-based page number)
 LANGS = ("zh", "en")
@@ -26,6 +27,7 @@ UNANSWERABLE = "unanswerable"
 METRICS = ("hit@1", "hit@3", "hit@5", "mrr", "ndcg@10")
 
 Key = tuple[str, ...]  # one required value: any of these spellings
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,18 @@ def scores(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int) -> dict[s
         "hit@5": hit_at(ranked, wanted, 5),
         "mrr": reciprocal_rank(ranked, wanted, k),
         "ndcg@10": ndcg_at(ranked, wanted, 10),
+    }
+
+
+def by_slice(questions: Sequence[Question], mean: Callable[[list[int]], T]) -> dict[str, Any]:
+    """`mean` over all the questions, per language and per question type (those that occur);
+    `mean` is given the indices of the questions in the slice."""
+    langs = [lang for lang in LANGS if any(q.lang == lang for q in questions)]
+    kinds = [kind for kind in TYPES if any(q.type == kind for q in questions)]
+    return {
+        "overall": mean(list(range(len(questions)))),
+        "by_lang": {lang: mean([i for i, q in enumerate(questions) if q.lang == lang]) for lang in langs},
+        "by_type": {kind: mean([i for i, q in enumerate(questions) if q.type == kind]) for kind in kinds},
     }
 
 

@@ -47,12 +47,11 @@ from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer
 from assistant.models import Conversation, Message
 from assistant.providers import registry
 from assistant.retrieval.evaluation import (
-    LANGS,
     METRICS,
-    TYPES,
     PageKey,
     Question,
     QuestionFileError,
+    by_slice,
     first_rank,
     load_questions,
     mean_scores,
@@ -310,9 +309,8 @@ def ci_files(folder: Path) -> set[str]:
     """The file names that the manifests beside the question file (manifest*.jsonl) mark "ci"."""
     names: set[str] = set()
     for manifest in sorted(folder.glob("manifest*.jsonl")):
-        for line in manifest.read_text(encoding="utf-8").splitlines():
-            if line.strip() and json.loads(line).get("ci") is True:
-                names.add(json.loads(line)["file"])
+        entries = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
+        names.update(entry["file"] for entry in entries if entry.get("ci") is True)
     if not names:
         raise CommandError(f"No manifest*.jsonl in {folder} marks a file for CI.")
     return names
@@ -320,19 +318,7 @@ def ci_files(folder: Path) -> set[str]:
 
 def summary(questions: Sequence[Question], rows: Sequence[dict[str, float]]) -> dict[str, Any]:
     """Mean scores overall, per language and per question type (those that occur)."""
-
-    def over(keep: Sequence[bool]) -> dict[str, float]:
-        return mean_scores([row for row, kept in zip(rows, keep, strict=True) if kept])
-
-    return {
-        "overall": mean_scores(rows),
-        "by_lang": {
-            lang: over([q.lang == lang for q in questions]) for lang in LANGS if any(q.lang == lang for q in questions)
-        },
-        "by_type": {
-            kind: over([q.type == kind for q in questions]) for kind in TYPES if any(q.type == kind for q in questions)
-        },
-    }
+    return by_slice(questions, lambda picked: mean_scores([rows[i] for i in picked]))
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -351,14 +337,18 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def answer_slices(answers: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The answer summary's slices by label: all, then each language, then each type."""
+    summary_ = answers["summary"]
+    return {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"]}
+
+
 def format_answers(answers: dict[str, Any]) -> str:
     """The answer metrics: overall, per language and per question type ("-": does not apply)."""
     shown = [*ANSWER_METRICS, "p50_s", "p95_s"]
     header = f"{'slice':<14}{'n':>4}" + "".join(f"{metric[:12]:>13}" for metric in shown)
     lines = [f"\nAnswers: {answers['questions']} questions", header, "-" * len(header)]
-    summary_ = answers["summary"]
-    slices = {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"]}
-    for label, values in slices.items():
+    for label, values in answer_slices(answers).items():
         cells = "".join(f"{values[m]:>13.3f}" if values[m] is not None else f"{'-':>13}" for m in shown)
         lines.append(f"{label:<14}{values['n']:>4}{cells}")
     return "\n".join(lines)
@@ -407,8 +397,7 @@ def plot_answers(answers: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary_ = answers["summary"]
-    slices = {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"]}
+    slices = answer_slices(answers)
     labels = list(slices)
     figure, (bars, times) = plt.subplots(1, 2, figsize=(16, 4.5), gridspec_kw={"width_ratios": [3, 1]})
     width = 0.8 / len(PLOTTED_ANSWER_METRICS)
@@ -420,7 +409,7 @@ def plot_answers(answers: dict[str, Any], path: Path) -> None:
     bars.grid(axis="y", alpha=0.3)
     bars.legend(loc="upper center", ncol=len(PLOTTED_ANSWER_METRICS), fontsize="small")
     bars.set_title("Answers (a missing bar: does not apply)")
-    times.bar([0, 1], [summary_["overall"]["p50_s"] or 0.0, summary_["overall"]["p95_s"] or 0.0])
+    times.bar([0, 1], [slices["all"]["p50_s"] or 0.0, slices["all"]["p95_s"] or 0.0])
     times.set_xticks([0, 1], ["p50", "p95"])
     times.set_ylabel("seconds per answer")
     times.set_title("Time per answer")
