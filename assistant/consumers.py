@@ -3,7 +3,7 @@ protocol).
 
 Client → {"type": "ask", "question", "collections": [ids] | null, "conversation": id | null},
 {"type": "cancel"}, {"type": "ping"}. Server → started, strategy, rewrite, plan, step.start,
-step.result, retrieval, answer.delta, citations, attachments, done, error.
+step.result, retrieval, answer.delta, answer.replace, citations, attachments, done, error.
 One answer at a time per socket; a second "ask" while one runs gets an `error` (busy).
 Close code 4401: not logged in. Everything else is an `error` event and the socket stays open,
 also while the database or Redis is unreachable (`unavailable`). Messages are in the visitor's

@@ -285,7 +285,9 @@ MAX_QUERY_CHARS = env_int("PORTAL_MAX_QUERY_CHARS", 2000, minimum=10)
 # the chat model, with rules when its output is unusable; "rules" only), and questions per
 # user per minute (websocket and HTTP together).
 ANSWER_SOURCES = env_int("PORTAL_ANSWER_SOURCES", 6, minimum=1)
-ANSWER_CONTEXT_CHARS = env_int("PORTAL_ANSWER_CONTEXT_CHARS", 3000, minimum=200)
+# About how many tokens of passages the chat model reads (answering.passages.focus keeps the
+# sentences about the question): reading is most of a local answer's time.
+ANSWER_CONTEXT_TOKENS = env_int("PORTAL_ANSWER_CONTEXT_TOKENS", 900, minimum=100)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
 ANSWER_TIMEOUT = env_float("PORTAL_ANSWER_TIMEOUT", 300.0, minimum=1.0)
 # Request timeouts in the web process: daphne answers 503 when a view has not answered in

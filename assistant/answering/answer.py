@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from assistant.answering import prompts
+from assistant.answering import passages, prompts
 from assistant.answering.language import Language
 from assistant.answering.types import Source, StepEvidence
 from assistant.providers.base import ChatMessage
@@ -80,7 +80,8 @@ def messages(
 ) -> list[ChatMessage]:
     """The answer prompt: what the portal remembers about the user, the passages as [n]
     (grouped by step in multi-step answers), then the question."""
-    budget = max(settings.ANSWER_CONTEXT_CHARS // max(len(sources), 1), 120)
+    budget = max(settings.ANSWER_CONTEXT_TOKENS // max(len(sources), 1), MIN_PASSAGE_TOKENS)
+    wanted = passages.terms(question)
     lines = []
     if memories:
         lines.append(f"{prompts.label(language, 'memories')}:")
@@ -89,9 +90,10 @@ def messages(
     lines.append(f"{prompts.label(language, 'passages')}:")
     for step in steps:
         lines.append(f"\n## {prompts.label(language, 'step')} {step.number}: {step.query}")
-        lines.extend(_passage(source, language, budget) for source in sources if source.step == step.number)
+        here = passages.terms(question, step.query)
+        lines.extend(_passage(source, language, budget, here) for source in sources if source.step == step.number)
     if not steps:
-        lines.extend(_passage(source, language, budget) for source in sources)
+        lines.extend(_passage(source, language, budget, wanted) for source in sources)
     if not sources:
         lines.append(prompts.NO_PASSAGES[language])
     lines.append(f"\n{prompts.label(language, 'question')}: {question}")
@@ -102,11 +104,10 @@ def messages(
     return [ChatMessage("system", system), ChatMessage("user", "\n".join(lines))]
 
 
-def _passage(source: Source, language: Language, budget: int) -> str:
+def _passage(source: Source, language: Language, budget: int, wanted: passages.Terms) -> str:
+    """Passage [n]: where it is, then its parts about the question within `budget` tokens."""
     hit = source.hit
-    text = " ".join(hit.text.split())
-    if len(text) > budget:
-        text = text[: budget - 1] + "…"
+    text = passages.focus(hit.text, wanted, budget)
     name = f"《{hit.document_name}》" if language == "zh" else f'"{hit.document_name}"'
     return f"[{source.number}] {name} {place(hit, language)}: {text}"
 
@@ -126,6 +127,8 @@ def cited(text: str, count: int) -> tuple[int, ...]:
 CLAUSE_END = re.compile(r"(?<=[，。；！？,;!?\n])(?!\s*[\[【])")
 INFERRED_MIN_SHARE = 0.6
 MEMORY_CHARS = 300  # of one memory in the prompt
+MIN_PASSAGE_TOKENS = 60
+PASSAGE_CHARS = 4000  # of a cited passage kept with the citation, for its dialog
 
 
 def attributed(text: str, sources: Sequence[Source], cited_numbers: Sequence[int]) -> tuple[int, ...]:
@@ -162,9 +165,12 @@ def abstains(text: str, used: Sequence[int]) -> bool:
     return not text.strip() or any(marker in lowered for marker in markers)
 
 
-def citations(cited: Sequence[tuple[Source, bool]], language: Language) -> list[dict[str, Any]]:
-    """What a client shows for each [n], from (source, inferred) pairs; the pages' sizes are
-    read in one query, the videos beside cited subtitles in another."""
+def citations(
+    cited: Sequence[tuple[Source, bool]], language: Language, quotes: dict[int, str] | None = None
+) -> list[dict[str, Any]]:
+    """What a client shows for each [n], from (source, inferred) pairs and the span of each
+    passage the answer rests on (`quotes`, by number: see answering.verify); the pages'
+    sizes are read in one query, the videos beside cited subtitles in another."""
     pages = {source.hit.page_id for source, _inferred in cited}
     sizes = {
         pk: (width, height)
@@ -178,6 +184,7 @@ def citations(cited: Sequence[tuple[Source, bool]], language: Language) -> list[
             inferred=inferred,
             size=sizes.get(source.hit.page_id),
             video=videos.get(source.hit.document_id),
+            quote=(quotes or {}).get(source.number, ""),
         )
         for source, inferred in cited
     ]
@@ -190,8 +197,11 @@ def citation(
     inferred: bool = False,
     size: tuple[Any, Any] | None = None,
     video: int | None = None,
+    quote: str = "",
 ) -> dict[str, Any]:
-    """What a client shows for [n]; `inferred` when the answer used the passage without writing [n].
+    """What a client shows for [n]; `inferred` when the answer used the passage without writing [n];
+    `quote`: the span of the passage the answer rests on, which the citation dialog highlights
+    in `text` (the passage itself).
     The page's size (points for PDF pages and slides, pixels for pictures: the units of
     `location.bbox`) lets a client scale the bbox onto the page's render. A timed passage
     (a video's minute, a subtitle cue) has a `video_url` at its moment: the video beside a
@@ -216,6 +226,8 @@ def citation(
         "score": round(hit.score, 6),
         "step": source.step,
         "snippet": " ".join(hit.text.split())[:240],
+        "text": " ".join(hit.text.split())[:PASSAGE_CHARS],
+        "quote": quote,
         "thumbnail_url": f"/api/pages/{hit.page_id}/render/",
         "video_url": _moment_url(hit, video) if _timed(hit) else None,
     }

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
-from assistant.answering import evidence, planner, prompts, router
+from assistant.answering import evidence, planner, prompts, router, verify
 from assistant.answering.language import Language, language_of
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
@@ -305,17 +305,23 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     check()
     remembered = [item.text for item in state.memories]
     lacking = evidence.unsupported(session.question, sources, remembered) if sources else []
+    quotes: dict[int, str] = {}
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
         log.info("Not in the documents: %s (question %r)", ", ".join(lacking), session.question[:100])
         yield from _decline(session, state, sources, language, lacking)
     else:
         yield from _generate(session, state, model, sources, steps, language, check)
+        if sources:
+            yield from _retry_refusal(session, state, model, sources, language)
+            quotes = yield from _verified(session, state, sources, language, remembered)
     used = answers.cited(state.text, len(sources))
     state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
     inferred = () if state.abstain else answers.attributed(state.text, sources, used)
     by_number = {source.number: source for source in sources}
     state.citations = answers.citations(
-        [(by_number[number], False) for number in used] + [(by_number[number], True) for number in inferred], language
+        [(by_number[number], False) for number in used] + [(by_number[number], True) for number in inferred],
+        language,
+        quotes,
     )
     yield {"type": "citations", "citations": state.citations}
     if not state.abstain:
@@ -354,6 +360,42 @@ def _generate(
         if close:
             close()  # stops the model's generation (and frees its lock) on cancel or timeout
     session.mark("answer")
+
+
+def _retry_refusal(
+    session: Session, state: _State, model: ChatModel, sources: Sequence[Source], language: Language
+) -> Iterator[Event]:
+    """The passages name everything the question asks about (the evidence check passed), yet
+    the model said the documents do not hold the answer: it is asked once more, on the best
+    passage alone, where the answer is easiest to see. Its answer replaces the refusal unless
+    it refuses again."""
+    if not answers.abstains(state.text, answers.cited(state.text, len(sources))):
+        return
+    best = sources[:1]
+    prompt = answers.messages(state.query, best, language, (), [item.text for item in state.memories])
+    retried = model.complete(prompt, max_tokens=settings.ANSWER_MAX_TOKENS, temperature=0.2).text.strip()
+    session.mark("retry")
+    if retried and not answers.abstains(retried, answers.cited(retried, len(best))):
+        log.info("Answered on the best passage after a refusal (question %r)", session.question[:100])
+        state.text = retried
+        yield {"type": "answer.replace", "text": state.text}
+
+
+def _verified(
+    session: Session, state: _State, sources: Sequence[Source], language: Language, remembered: Sequence[str]
+) -> Generator[Event, None, dict[int, str]]:
+    """The answer checked against its passages (answering.verify): a changed answer replaces
+    the streamed one (`answer.replace`). Returns the span of each cited passage it rests on."""
+    if answers.abstains(state.text, answers.cited(state.text, len(sources))):
+        return {}
+    checked = verify.check(state.text, session.question, sources, language, [state.query, *remembered])
+    session.mark("verify")
+    if checked.removed:
+        log.info("Removed from an answer, not in its passages: %s", "; ".join(checked.removed)[:500])
+    if checked.text != state.text:
+        state.text = checked.text
+        yield {"type": "answer.replace", "text": state.text}
+    return checked.quotes
 
 
 def _decline(
@@ -458,6 +500,8 @@ def collect(events: Iterator[Event]) -> dict[str, Any]:
             result["plan"] = event["steps"]
         elif kind == "answer.delta":
             parts.append(event["text"])
+        elif kind == "answer.replace":  # the checked answer, instead of what was streamed
+            parts = [event["text"]]
         elif kind in ("citations", "attachments"):
             result[kind] = event[kind]
         elif kind == "done":

@@ -11,8 +11,12 @@ THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f ](?=\d{3}(?!\d))")
 
 
 def normalise(text: str) -> str:
-    """For comparing values: NFKC (full-width letters, digits and punctuation become
-    half-width), case-folded, thousands separators dropped, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = THOUSANDS.sub("", text)
-    return " ".join(text.split())
+    """For comparing values: half-width and ungrouped (`plain`), case-folded, whitespace
+    collapsed."""
+    return " ".join(plain(text).casefold().split())
+
+
+def plain(text: str) -> str:
+    """NFKC (full-width letters, digits and punctuation become half-width), thousands
+    separators dropped: "１０，０８１" is "10081"."""
+    return THOUSANDS.sub("", unicodedata.normalize("NFKC", text))

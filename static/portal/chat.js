@@ -1,7 +1,8 @@
 // The chat page: asks over /ws/chat/ and shows the answer's events as they arrive (README,
 // "Answering"). Every string a person reads comes from the template (#chat-strings), translated.
 
-const CITATION = /[[【]\s*(\d{1,3}(?:\s*[,，、]\s*\d{1,3})*)\s*[\]】]/g; // as assistant/answering/answer.py
+import { highlight, renderMarkdown } from "./markdown.js";
+
 const MAX_RETRY_MS = 30000;
 
 const root = document.getElementById("chat");
@@ -50,16 +51,9 @@ function citationButton(n) {
   return button;
 }
 
+// The answer as Markdown (static/portal/markdown.js), live while it streams and on reload.
 function renderText(container, text) {
-  const parts = [];
-  let position = 0;
-  for (const match of text.matchAll(CITATION)) {
-    parts.push(document.createTextNode(text.slice(position, match.index)));
-    for (const number of match[1].split(/[,，、]/)) parts.push(citationButton(Number(number.trim())));
-    position = match.index + match[0].length;
-  }
-  parts.push(document.createTextNode(text.slice(position)));
-  container.replaceChildren(...parts);
+  renderMarkdown(container, text, citationButton);
 }
 
 // -- turns ----------------------------------------------------------------------------------
@@ -181,6 +175,13 @@ const handlers = {
     const data = answers.get(turn);
     data.text += event.text;
     turn.querySelector(".status").textContent = "";
+    renderText(turn.querySelector(".answer"), data.text);
+    keepInView(turn);
+  },
+  "answer.replace"(turn, event) {
+    // The answer checked against its passages replaces what was streamed.
+    const data = answers.get(turn);
+    data.text = event.text;
     renderText(turn.querySelector(".answer"), data.text);
     keepInView(turn);
   },
@@ -373,11 +374,14 @@ function openSource(button) {
   dialog.showModal();
 }
 
-function resetDialog(title, place, path, snippet) {
+// The passage in the dialog, the span the answer rests on highlighted and scrolled to.
+function resetDialog(title, place, path, snippet, quote = "") {
   dialog.querySelector("#citation-title").textContent = title;
   dialog.querySelector(".citation-place").textContent = place;
   dialog.querySelector(".citation-path").textContent = path;
-  dialog.querySelector(".citation-snippet").textContent = snippet;
+  const passage = dialog.querySelector(".citation-snippet");
+  const mark = highlight(passage, snippet, quote);
+  if (mark) requestAnimationFrame(() => mark.scrollIntoView({ block: "nearest" }));
   show(pageView, false);
   show(box, false);
   show(noPicture, false);
@@ -386,7 +390,8 @@ function resetDialog(title, place, path, snippet) {
 }
 
 function showCitation(cited) {
-  resetDialog(`[${cited.n}] ${cited.file}`, cited.place, cited.path, cited.snippet ?? "");
+  // Citations stored before they carried the passage have only its first 240 characters.
+  resetDialog(`[${cited.n}] ${cited.file}`, cited.place, cited.path, cited.text ?? cited.snippet ?? "", cited.quote);
   const open = dialog.querySelector(".citation-open");
   open.href = `/documents/${cited.document_id}/pages/${cited.page}/?chunk=${cited.chunk_id}`;
   show(open.parentElement, Boolean(cited.document_id && cited.page));
@@ -484,6 +489,12 @@ document.getElementById("confirm-keep").addEventListener("click", () => confirmD
 
 // -- start ----------------------------------------------------------------------------------
 
-for (const turn of list.querySelectorAll(".answer-turn")) markUncited(turn, stored[turn.dataset.message] ?? []);
+for (const turn of list.querySelectorAll(".answer-turn")) {
+  // The page carries each stored answer as escaped text (readable without scripts): its
+  // Markdown is drawn here, as when it streamed.
+  const answer = turn.querySelector(".answer");
+  renderText(answer, answer.textContent);
+  markUncited(turn, stored[turn.dataset.message] ?? []);
+}
 if (list.querySelector(".turn")) list.lastElementChild.scrollIntoView({ block: "end" });
 connect();

@@ -37,9 +37,11 @@ class ScriptedChat:
         rewrite: str = "",
         plan: str = '{"steps": []}',
         answer: str | Callable[[str], str] = "十天 [1]。",
+        retry: str | None = None,
         on_token: Callable[[int], None] | None = None,
     ) -> None:
         self.route, self.rewrite, self.plan, self.answer, self.on_token = route, rewrite, plan, answer, on_token
+        self.retry = retry  # the answer to a second ask on the best passage (default: the same answer)
         self.asked: list[tuple[str, str]] = []  # (kind, user message)
 
     def _kind(self, messages: Sequence[ChatMessage]) -> str:
@@ -50,9 +52,13 @@ class ScriptedChat:
         return "answer"
 
     def complete(self, messages, *, json_mode=False, max_tokens=512, temperature=0.2) -> ChatResult:
-        kind = self._kind(messages)
+        kind, answer = self._kind(messages), ""
+        if kind == "answer":
+            kind = "retry"
+            answer = self.answer(messages[-1].content) if callable(self.answer) else self.answer
         self.asked.append((kind, messages[-1].content))
-        return ChatResult({"route": self.route, "rewrite": self.rewrite, "plan": self.plan}[kind], self.model_id)
+        scripted = {"route": self.route, "rewrite": self.rewrite, "plan": self.plan}
+        return ChatResult(scripted.get(kind) or self.retry or answer, self.model_id)
 
     def stream(self, messages, *, max_tokens=512, temperature=0.2) -> Iterator[str]:
         self.asked.append(("answer", messages[-1].content))
@@ -312,6 +318,36 @@ def test_an_answer_that_cites_nothing_and_says_so_abstains(policies, alice):
     assert result["attachments"] == []
 
 
+def test_a_refusal_on_passages_that_name_everything_is_retried_on_the_best_passage(policies, alice):
+    model = ScriptedChat(answer="The documents do not contain the answer.", retry="Ten days of paid leave [1].")
+    events = list(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    result = collect(iter(events))
+    assert [kind for kind, _ in model.asked] == ["answer", "retry"]
+    retry_prompt = dict(model.asked)["retry"]
+    assert "[1]" in retry_prompt
+    assert "[2]" not in retry_prompt
+    assert result["answer"] == "Ten days of paid leave [1]."
+    assert result["abstain"] is False
+    assert [c["page"] for c in result["citations"]] == [2]
+    assert any(event["type"] == "answer.replace" for event in events)
+    assert Message.objects.filter(role="assistant").get().content == result["answer"]
+
+
+def test_a_sentence_with_an_invented_number_is_removed_and_the_quote_is_kept(policies, alice):
+    model = ScriptedChat(answer="Employees get ten days of paid annual leave [1]. Managers get 25 days [1].")
+    events = list(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    result = collect(iter(events))
+    assert result["answer"] == "Employees get ten days of paid annual leave [1]."
+    replaced = [event["text"] for event in events if event["type"] == "answer.replace"]
+    assert replaced == [result["answer"]]
+    (cited,) = result["citations"]
+    assert cited["quote"] in cited["text"]
+    assert "ten days of paid annual leave" in cited["quote"]
+    stored = Message.objects.filter(role="assistant").get()
+    assert stored.content == result["answer"]
+    assert stored.citations[0]["quote"] == cited["quote"]
+
+
 def test_cancel_stops_the_answer_and_keeps_what_was_said(policies, alice):
     cancelled = {"now": False}
 
@@ -402,7 +438,10 @@ def test_a_clause_that_quotes_a_passage_without_citing_it_is_attributed(policies
     unrelated = collect(
         answer_events(start(alice, "Falcon 的保修期"), model=ScriptedChat(answer="这是一个完全无关的句子，没有依据。"))
     )
-    assert unrelated["citations"] == []
+    # Nothing in it comes from a passage: no passage is attributed to it; the portal adds the
+    # best passage's own words instead (answering.verify), cited as such.
+    assert [cited["inferred"] for cited in unrelated["citations"]] == [False]
+    assert unrelated["answer"].endswith("资料原文：“Falcon 路由器的保修期为两年。” [1]")
 
 
 def test_answers_wait_their_turn_for_the_local_model_and_can_be_cancelled_while_queued(policies, alice, monkeypatch):

@@ -95,6 +95,10 @@ class Command(BaseCommand):
             elif kind == "answer.delta":
                 out.write(event["text"], ending="")
                 out.flush()
+            elif kind == "answer.replace":
+                out.write("")
+                out.write(self.style.MIGRATE_HEADING("Checked against the passages:"))
+                out.write(event["text"], ending="")
             elif kind == "citations":
                 out.write("")
                 if event["citations"]:
