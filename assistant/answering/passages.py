@@ -27,6 +27,14 @@ WORD = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]")
 CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 # Characters that make no pair worth matching on their own (particles, question words).
 CJK_FILLER = set("的了吗呢吧是在有和与及或为被把对从到中上下个这那哪什么怎么如何多少几请问")
+# Text in a document that speaks to the assistant instead of the reader ("ignore your
+# instructions and ..."): a passage is data, so such sentences never reach the model.
+INSTRUCTION = re.compile(
+    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instructions?|prompts?|rules|guidelines)\b"
+    r"|\b(system prompt|you are now|new instructions?)\b"
+    r"|(忽略|无视|忘记|不要理会|覆盖).{0,20}(指令|指示|提示词|规则|要求)|你现在是|系统提示",
+    re.I,
+)
 ANCHOR_WEIGHT = 3.0
 GAP = " … "
 MIN_UNIT = 12  # characters: shorter lines join the next one (a table's cells split per line)
@@ -91,13 +99,14 @@ def tokens(text: str) -> int:
 def focus(text: str, question_terms: Terms, budget: int) -> str:
     """The passage cut to about `budget` tokens: the units richest in the question's terms,
     each with its neighbours while room is left, in the passage's order, gaps marked "…".
-    A passage within the budget is returned whole (whitespace collapsed)."""
+    A passage within the budget is returned whole (whitespace collapsed). Sentences that
+    instruct the assistant (INSTRUCTION) are left out either way."""
+    if INSTRUCTION.search(text):
+        text = "\n".join(part for part in units(text) if not INSTRUCTION.search(part))
     whole = " ".join(text.split())
     if tokens(whole) <= budget:
         return whole
     parts = units(text)
-    if not parts:
-        return ""
     scores = [question_terms.score(part) for part in parts]
     order = sorted(range(len(parts)), key=lambda i: (-scores[i], i))
     kept: set[int] = set()
@@ -154,7 +163,7 @@ def _joined(parts: Sequence[str], indices: Sequence[int]) -> str:
 def quote(text: str, wanted: Terms, values: Iterable[str] = ()) -> str:
     """The unit of `text` that holds the most of `values` (an answer's claims), then of the
     wanted terms; "" when nothing matches at all."""
-    parts = units(text)
+    parts = [part for part in units(text) if not INSTRUCTION.search(part)]
     if not parts:
         return ""
     claims = [normalise(value) for value in values if value]
