@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
-from assistant.answering import evidence, planner, prompts, router, verify
+from assistant.answering import evidence, passages, planner, prompts, router, verify
 from assistant.answering.language import Language, language_of
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
@@ -314,6 +314,8 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         if sources:
             yield from _retry_refusal(session, state, model, sources, language)
             quotes = yield from _verified(session, state, sources, language, remembered)
+            if steps and not answers.abstains(state.text, answers.cited(state.text, len(sources))):
+                quotes |= yield from _every_step_heard(state, sources, steps, language)
     used = answers.cited(state.text, len(sources))
     state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
     inferred = () if state.abstain else answers.attributed(state.text, sources, used)
@@ -396,6 +398,31 @@ def _verified(
         state.text = checked.text
         yield {"type": "answer.replace", "text": state.text}
     return checked.quotes
+
+
+def _every_step_heard(
+    state: _State, sources: Sequence[Source], steps: Sequence[StepEvidence], language: Language
+) -> Generator[Event, None, dict[int, str]]:
+    """A multi-step answer cites every step that found evidence: a step whose passages the
+    summary left out (small models answer the first half of a comparison and stop) adds
+    its best passage's own words, cited. A step found evidence when its best passage holds
+    all the step's anchors and shares words with it. Returns the quotes added, by number."""
+    used = set(answers.cited(state.text, len(sources)))
+    added: dict[int, str] = {}
+    for step in steps:
+        own = [source for source in sources if source.step == step.number]
+        if not own or any(source.number in used for source in own):
+            continue
+        best = own[0]
+        span = passages.quote(best.hit.text, passages.terms(step.query))
+        if span and not evidence.missing(step.query, [f"{best.hit.document_name} {best.hit.text}"]):
+            added[best.number] = span
+            state.text += (
+                f"\n- {step.query}{'：' if language == 'zh' else ': '}“{verify.shorten(span)}” [{best.number}]"
+            )
+    if added:
+        yield {"type": "answer.replace", "text": state.text}
+    return added
 
 
 def _decline(

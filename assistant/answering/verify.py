@@ -123,7 +123,7 @@ def check(
     wanted = passages.terms(question)
     if not _informative(text, question, [texts[number] for number in used] or list(texts.values())):
         best = used[0] if used else sources[0].number
-        span = _shorten(passages.quote(_source(sources, best).hit.text, wanted), wanted)
+        span = shorten(passages.quote(_source(sources, best).hit.text, wanted), wanted)
         if span:
             quoted = f"{INTRO[language]}“{span}” [{best}]"
             text = f"{text}\n\n{quoted}" if text and result.removed == [] else quoted
@@ -166,10 +166,10 @@ def _informative(text: str, question: str, cited_texts: Sequence[str]) -> bool:
     return len(added) >= 2 or any(said[term] == passages.ANCHOR_WEIGHT for term in added)
 
 
-def _shorten(span: str, wanted: passages.Terms) -> str:
+def shorten(span: str, wanted: passages.Terms | None = None) -> str:
     """A quote of at most QUOTE_CHARS characters, centred on its best part."""
     span = " ".join(span.split())
     if len(span) <= QUOTE_CHARS:
         return span
-    focused = passages.focus(span, wanted, passages.tokens(span[:QUOTE_CHARS]))
+    focused = passages.focus(span, wanted or passages.terms(span[:QUOTE_CHARS]), passages.tokens(span[:QUOTE_CHARS]))
     return focused[: QUOTE_CHARS + 20]

@@ -279,6 +279,24 @@ def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(p
     assert Message.objects.get(pk=events[-1]["message"]).plan == ["Falcon 路由器的保修期", "Heron 交换机的保修期"]
 
 
+def test_a_summary_that_leaves_a_step_out_gets_that_steps_passage_quoted(policies, alice):
+    def first_half_only(prompt: str) -> str:
+        falcon = re.search(r"\[(\d+)\] 《falcon\.md》", prompt)
+        assert falcon, prompt
+        return f"Falcon 路由器的保修期为两年 [{falcon.group(1)}]。"
+
+    model = ScriptedChat(
+        route='{"strategy": "multi_step", "reason": "compare"}',
+        plan='{"steps": ["Falcon 路由器的保修期", "Heron 交换机的保修期"]}',
+        answer=first_half_only,
+    )
+    result = collect(answer_events(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
+    assert [cited["file"] for cited in result["citations"]] == ["falcon.md", "heron.md"]
+    heron = result["citations"][1]
+    assert result["answer"].endswith(f"\n- Heron 交换机的保修期：“Heron 交换机的保修期为五年。” [{heron['n']}]")
+    assert heron["quote"] == "Heron 交换机的保修期为五年。"
+
+
 def test_with_nothing_to_read_it_abstains_without_asking_the_model_to_guess(db, alice):
     empty = make_collection(alice, "Empty")
     model = ScriptedChat(answer="编造的答案 [1]")
