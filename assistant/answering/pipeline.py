@@ -231,6 +231,7 @@ def _run(
         **state.ids(message),
         "strategy": state.route.strategy if state.route else "",
         "abstain": state.abstain,
+        "checks": state.checks,
         "timings": session.timings,
     }
 
@@ -247,6 +248,9 @@ class _State:
     attachments: list[dict[str, Any]] = field(default_factory=list)
     memories: list[MemoryItem] = field(default_factory=list)
     error: str = ""
+    # What the portal did to the model's answer: retried a refusal, removed unsupported
+    # sentences, quoted a passage, added the steps the summary left out.
+    checks: dict[str, int] = field(default_factory=dict)
 
     def ids(self, message: Message | None = None) -> dict[str, Any]:
         return {"conversation": self.session.conversation.pk, "message": message.pk if message else None}
@@ -379,6 +383,7 @@ def _retry_refusal(
     session.mark("retry")
     if retried and not answers.abstains(retried, answers.cited(retried, len(best))):
         log.info("Answered on the best passage after a refusal (question %r)", session.question[:100])
+        state.checks["retried"] = 1
         state.text = retried
         yield {"type": "answer.replace", "text": state.text}
 
@@ -394,6 +399,9 @@ def _verified(
     session.mark("verify")
     if checked.removed:
         log.info("Removed from an answer, not in its passages: %s", "; ".join(checked.removed)[:500])
+        state.checks["removed"] = len(checked.removed)
+    if checked.quoted:
+        state.checks["quoted"] = 1
     if checked.text != state.text:
         state.text = checked.text
         yield {"type": "answer.replace", "text": state.text}
@@ -421,6 +429,7 @@ def _every_step_heard(
                 f"\n- {step.query}{'：' if language == 'zh' else ': '}“{verify.shorten(span)}” [{best.number}]"
             )
     if added:
+        state.checks["steps_added"] = len(added)
         yield {"type": "answer.replace", "text": state.text}
     return added
 
@@ -509,6 +518,7 @@ def collect(events: Iterator[Event]) -> dict[str, Any]:
         "plan": [],
         "citations": [],
         "attachments": [],
+        "checks": {},
         "timings": {},
         "conversation": None,
         "message": None,
@@ -532,7 +542,12 @@ def collect(events: Iterator[Event]) -> dict[str, Any]:
         elif kind in ("citations", "attachments"):
             result[kind] = event[kind]
         elif kind == "done":
-            result.update(abstain=event.get("abstain", False), timings=event["timings"], message=event["message"])
+            result.update(
+                abstain=event.get("abstain", False),
+                checks=event.get("checks", {}),
+                timings=event["timings"],
+                message=event["message"],
+            )
         elif kind == "error":
             result["error"] = {"code": event["code"], "message": event["message"]}
     result["answer"] = "".join(parts)

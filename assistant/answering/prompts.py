@@ -62,12 +62,14 @@ Output only one JSON object: {{"steps": ["first step's question", "second step's
 ANSWER = {
     "zh": """你是团队知识库的助手，根据用户给出的资料回答问题。要求：
 1. 把资料当作你已经知道的知识，自然地推理，用中文简洁地回答。
-2. 每句话后面用方括号标注所依据资料的编号，例如：年假为十天 [1]。
-3. 不要编造资料中没有的内容。只有当所有资料都与问题无关时，才回答：文档中没有找到答案。""",
+2. 直接写出答案本身：资料中的数值、名称、选项或命令要照原文写出，不要只说“见资料”。
+3. 每句话后面用方括号标注所依据资料的编号，例如：年假为十天 [1]。
+4. 不要编造资料中没有的内容。只有当所有资料都与问题无关时，才回答：文档中没有找到答案。""",
     "en": """You are the assistant of a team knowledge base; answer the question from the passages the user gives.
 1. Treat the passages as what you know, reason over them naturally, and answer briefly in English.
-2. After each sentence, cite the passage it rests on by its number in brackets, e.g.: Annual leave is ten days [1].
-3. Never make up what the passages do not say. Only when no passage is about the question, reply:
+2. Write the answer itself: the value, name, option or command exactly as the passage writes it, not "see [2]".
+3. After each sentence, cite the passage it rests on by its number in brackets, e.g.: Annual leave is ten days [1].
+4. Never make up what the passages do not say. Only when no passage is about the question, reply:
 The documents do not contain the answer.""",
 }
 
@@ -127,9 +129,9 @@ ABSTAIN_MARKERS = {
 # When the portal remembers things about the user (assistant/memory): they come before the
 # passages, are not passages (no [n]), and may answer a question about the user by themselves.
 MEMORY_RULE = {
-    "zh": "4. “关于用户的记忆”是你之前记住的用户信息，不是资料，不要用编号引用；与问题有关时结合它回答，"
+    "zh": "5. “关于用户的记忆”是你之前记住的用户信息，不是资料，不要用编号引用；与问题有关时结合它回答，"
     "并自然地说出你记得的内容（例如：你之前提到……）。",
-    "en": '4. "What you remember about the user" is what you learned about them earlier, not passages: never cite it '
+    "en": '5. "What you remember about the user" is what you learned about them earlier, not passages: never cite it '
     "with a number; when it bears on the question, use it and say what you remember (e.g.: You mentioned that ...).",
 }
 NO_PASSAGES = {"zh": "（没有找到相关资料）", "en": "(no passages found)"}

@@ -69,6 +69,10 @@ class CitationSerializer(serializers.Serializer[dict[str, Any]]):
     location = serializers.DictField()
     score = serializers.FloatField()
     snippet = serializers.CharField()
+    text = serializers.CharField(help_text="The cited passage (up to 4,000 characters).")
+    quote = serializers.CharField(
+        allow_blank=True, help_text="The span of the passage the answer rests on, as it stands in `text`."
+    )
     thumbnail_url = serializers.CharField()
     video_url = serializers.CharField(allow_null=True, help_text="A timed passage: the video at its moment (`#t=`).")
 
@@ -91,6 +95,12 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
     plan = serializers.ListField(child=serializers.CharField())
     citations = CitationSerializer(many=True)
     attachments = AttachmentSerializer(many=True)
+    checks = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="What the portal changed in the model's answer after checking it against the passages: "
+        "`retried` (a refusal asked again on the best passage), `removed` (sentences with a value found in no "
+        "passage), `quoted` (the passage's own words added), `steps_added` (plan steps the summary left out).",
+    )
     timings = serializers.DictField(child=serializers.FloatField())
     conversation = serializers.IntegerField()
     message = serializers.IntegerField(allow_null=True)

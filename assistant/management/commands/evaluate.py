@@ -280,6 +280,7 @@ def evaluate_answers(
                     "attachments": [{"file": a["file"], "page": a["page"]} for a in result["attachments"]],
                     "error": result["error"],
                     "timings": result["timings"],
+                    "checks": result.get("checks", {}),
                     "scores": row,
                 }
             )
