@@ -1,0 +1,96 @@
+"""Two runs of `manage.py evaluate --answers` side by side: every answer metric per language
+and question type, before → after, and what the portal's checks did in the after run.
+
+    .venv/bin/python bench/compare_answers.py before.json after.json [--markdown]
+
+The JSON files are what `manage.py evaluate --answers --out <file>` wrote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+SLICES = ("all", "zh", "en", "fact", "table", "picture", "multihop", "followup", "unanswerable")
+COLUMNS = (
+    ("cite@1", "cite@1"),
+    ("cite@5", "cite@5"),
+    ("gold_recall", "gold recall"),
+    ("key_coverage", "key coverage"),
+    ("abstain_correct", "correct abstention"),
+    ("abstain_false", "false abstention"),
+    ("attachment", "attachments"),
+    ("p50_s", "p50 s"),
+    ("p95_s", "p95 s"),
+)
+
+
+def load(path: Path) -> dict[str, Any]:
+    report = json.loads(path.read_text(encoding="utf-8"))
+    if "answers" not in report:
+        raise SystemExit(f"{path} has no answers: run manage.py evaluate with --answers.")
+    return report["answers"]
+
+
+def summary_of(answers: dict[str, Any], name: str) -> dict[str, Any] | None:
+    summary = answers["summary"]
+    if name == "all":
+        return summary["overall"]
+    found: dict[str, Any] | None = summary["by_lang"].get(name) or summary["by_type"].get(name)
+    return found
+
+
+def cell(before: Any, after: Any) -> str:
+    if before is None and after is None:
+        return "—"
+    if before is None or after is None:
+        return f"{before if before is not None else '—'} → {after if after is not None else '—'}"
+    digits = 1 if max(abs(before), abs(after)) >= 10 else 2
+    return f"{before:.{digits}f} → {after:.{digits}f}"
+
+
+def checks(answers: dict[str, Any]) -> Counter[str]:
+    """How many answers each check changed (the after run's `checks`)."""
+    counted: Counter[str] = Counter()
+    for row in answers["per_question"]:
+        for name, value in (row.get("checks") or {}).items():
+            counted[name] += bool(value)
+        if (row.get("timings") or {}).get("retry") is not None and not (row.get("checks") or {}).get("retried"):
+            counted["retried, refused again"] += 1
+    return counted
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    args = parser.parse_args()
+    before, after = load(args.before), load(args.after)
+    header = "| slice | n | " + " | ".join(label for _key, label in COLUMNS) + " |"
+    print(header)
+    print("|" + "---|" * (len(COLUMNS) + 2))
+    for name in SLICES:
+        old, new = summary_of(before, name), summary_of(after, name)
+        if not old or not new:
+            continue
+        cells = [cell(old.get(key), new.get(key)) for key, _label in COLUMNS]
+        print(f"| {name} | {new['n']} | " + " | ".join(cells) + " |")
+    print()
+    counted = checks(after)
+    total = len(after["per_question"])
+    print("Checks in the after run: " + ", ".join(f"{name} {count} of {total}" for name, count in counted.items()))
+    changed = [
+        (old["id"], old["scores"], new["scores"])
+        for old, new in zip(before["per_question"], after["per_question"], strict=True)
+        if old["scores"] != new["scores"]
+    ]
+    better = sum(1 for _id, old, new in changed if (new.get("key_coverage") or 0) > (old.get("key_coverage") or 0))
+    worse = sum(1 for _id, old, new in changed if (new.get("key_coverage") or 0) < (old.get("key_coverage") or 0))
+    print(f"Key coverage per question: {better} better, {worse} worse, of {total}.")
+
+
+if __name__ == "__main__":
+    main()
