@@ -288,6 +288,11 @@ ANSWER_SOURCES = env_int("PORTAL_ANSWER_SOURCES", 6, minimum=1)
 # About how many tokens of passages the chat model reads (answering.passages.focus keeps the
 # sentences about the question): reading is most of a local answer's time.
 ANSWER_CONTEXT_TOKENS = env_int("PORTAL_ANSWER_CONTEXT_TOKENS", 900, minimum=100)
+# The local model as a yes/no judge of whether the passages state the answer, before it
+# writes (answering.pipeline): below this P(yes) - P(no), the portal declines with the
+# closest passages. -1 computes the judgement and never declines; "off" skips it.
+_judge = env_str("PORTAL_ANSWER_JUDGE", "off").strip().lower()
+ANSWER_JUDGE: float | None = None if _judge == "off" else env_float("PORTAL_ANSWER_JUDGE", 0.0, minimum=-1.0)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
 ANSWER_TIMEOUT = env_float("PORTAL_ANSWER_TIMEOUT", 300.0, minimum=1.0)
 # Request timeouts in the web process: daphne answers 503 when a view has not answered in

@@ -77,9 +77,11 @@ def messages(
     language: Language,
     steps: Sequence[StepEvidence] = (),
     memories: Sequence[str] = (),
+    closing: str | None = None,
 ) -> list[ChatMessage]:
     """The answer prompt: what the portal remembers about the user, the passages as [n]
-    (grouped by step in multi-step answers), then the question."""
+    (grouped by step in multi-step answers), then the question, then the reminder (or
+    `closing`: the judge's question, on the same prompt up to there)."""
     budget = max(settings.ANSWER_CONTEXT_TOKENS // max(len(sources), 1), MIN_PASSAGE_TOKENS)
     wanted = passages.terms(question)
     lines = []
@@ -97,7 +99,7 @@ def messages(
     if not sources:
         lines.append(prompts.NO_PASSAGES[language])
     lines.append(f"\n{prompts.label(language, 'question')}: {question}")
-    lines.append(prompts.REMINDER[language] if sources else prompts.MEMORY_REMINDER[language])
+    lines.append(closing or (prompts.REMINDER[language] if sources else prompts.MEMORY_REMINDER[language]))
     system = prompts.SUMMARIZE[language] if steps else prompts.ANSWER[language]
     if memories:
         system += "\n" + prompts.MEMORY_RULE[language]

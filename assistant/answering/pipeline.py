@@ -232,6 +232,7 @@ def _run(
         "strategy": state.route.strategy if state.route else "",
         "abstain": state.abstain,
         "checks": state.checks,
+        "judge": state.judge,
         "timings": session.timings,
     }
 
@@ -251,6 +252,7 @@ class _State:
     # What the portal did to the model's answer: retried a refusal, removed unsupported
     # sentences, quoted a passage, added the steps the summary left out.
     checks: dict[str, int] = field(default_factory=dict)
+    judge: float | None = None  # P(yes) - P(no) that the passages state the answer, when judged
 
     def ids(self, message: Message | None = None) -> dict[str, Any]:
         return {"conversation": self.session.conversation.pk, "message": message.pk if message else None}
@@ -310,9 +312,14 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     remembered = [item.text for item in state.memories]
     lacking = evidence.unsupported(session.question, sources, remembered) if sources else []
     quotes: dict[int, str] = {}
+    if not lacking and sources and not steps:
+        state.judge = _judge(session, state, model, sources, language)
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
         log.info("Not in the documents: %s (question %r)", ", ".join(lacking), session.question[:100])
         yield from _decline(session, state, sources, language, lacking)
+    elif state.judge is not None and settings.ANSWER_JUDGE is not None and state.judge < settings.ANSWER_JUDGE:
+        log.info("The judge says the passages do not answer (%.3f): question %r", state.judge, session.question[:100])
+        yield from _decline(session, state, sources, language, [])
     else:
         yield from _generate(session, state, model, sources, steps, language, check)
         if sources:
@@ -366,6 +373,21 @@ def _generate(
         if close:
             close()  # stops the model's generation (and frees its lock) on cancel or timeout
     session.mark("answer")
+
+
+def _judge(
+    session: Session, state: _State, model: ChatModel, sources: Sequence[Source], language: Language
+) -> float | None:
+    """P(yes) - P(no) of the model asked whether the passages state the answer, when the
+    judge is on (PORTAL_ANSWER_JUDGE) and the model can be asked so (the local one). Its
+    prompt is the answer's up to the question, so the answer reads only its last line."""
+    judge = getattr(model, "yes_minus_no", None)
+    if settings.ANSWER_JUDGE is None or judge is None:
+        return None
+    memories = [item.text for item in state.memories]
+    score = float(judge(answers.messages(state.query, sources, language, (), memories, prompts.JUDGE[language])))
+    session.mark("judge")
+    return round(score, 4)
 
 
 def _retry_refusal(
@@ -519,6 +541,7 @@ def collect(events: Iterator[Event]) -> dict[str, Any]:
         "citations": [],
         "attachments": [],
         "checks": {},
+        "judge": None,
         "timings": {},
         "conversation": None,
         "message": None,
@@ -545,6 +568,7 @@ def collect(events: Iterator[Event]) -> dict[str, Any]:
             result.update(
                 abstain=event.get("abstain", False),
                 checks=event.get("checks", {}),
+                judge=event.get("judge"),
                 timings=event["timings"],
                 message=event["message"],
             )

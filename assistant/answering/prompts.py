@@ -93,6 +93,13 @@ REMINDER = {
     "en": "Answer from the passages above and cite them with [number] after each sentence.",
 }
 
+# Asked in place of REMINDER, with the same passages: the judge (answering.pipeline) reads the
+# first token's P(yes) - P(no); the answer that follows shares the whole prompt before this line.
+JUDGE = {
+    "zh": "以上资料是否直接给出了这个问题的答案？只回答 yes 或 no。",
+    "en": "Do the passages above state the answer to this question? Reply only yes or no.",
+}
+
 # What the model says when the documents do not hold the answer (see ANSWER), and other
 # ways small models say the same; an answer that cites nothing and says one of these abstains.
 NO_ANSWER = {"zh": "文档中没有找到答案。", "en": "The documents do not contain the answer."}
@@ -100,14 +107,15 @@ NO_ANSWER = {"zh": "文档中没有找到答案。", "en": "The documents do not
 
 def declined(language: Language, lacking: Sequence[str], closest: Sequence[tuple[str, str]]) -> str:
     """The portal's own refusal when the passages lack what the question names (see
-    answering.evidence): NO_ANSWER, what is missing, and where the closest passages are."""
+    answering.evidence) or do not state the answer (the judge): NO_ANSWER, what is missing
+    (when something is), and where the closest passages are."""
     if language == "zh":
-        missing = "、".join(f"“{term}”" for term in lacking)
+        missing = f"资料中没有提到{'、'.join(f'“{term}”' for term in lacking)}。" if lacking else ""
         places = "；".join(f"《{name}》{place}" for name, place in closest)
-        return f"{NO_ANSWER['zh']}资料中没有提到{missing}。最接近的段落：{places}。"
-    missing = ", ".join(f"“{term}”" for term in lacking)
+        return f"{NO_ANSWER['zh']}{missing}最接近的段落：{places}。"
+    missing = f" Nothing in them mentions {', '.join(f'“{term}”' for term in lacking)}." if lacking else ""
     places = "; ".join(f'"{name}" {place}' for name, place in closest)
-    return f"{NO_ANSWER['en']} Nothing in them mentions {missing}. Closest passages: {places}."
+    return f"{NO_ANSWER['en']}{missing} Closest passages: {places}."
 
 
 ABSTAIN_MARKERS = {

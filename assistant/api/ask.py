@@ -101,6 +101,11 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
         "`retried` (a refusal asked again on the best passage), `removed` (sentences with a value found in no "
         "passage), `quoted` (the passage's own words added), `steps_added` (plan steps the summary left out).",
     )
+    judge = serializers.FloatField(
+        allow_null=True,
+        help_text="P(yes) - P(no) of the local model judging whether the passages state the answer "
+        "(PORTAL_ANSWER_JUDGE); null when not judged.",
+    )
     timings = serializers.DictField(child=serializers.FloatField())
     conversation = serializers.IntegerField()
     message = serializers.IntegerField(allow_null=True)

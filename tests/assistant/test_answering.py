@@ -69,6 +69,18 @@ class ScriptedChat:
             yield piece
 
 
+class JudgedChat(ScriptedChat):
+    """A scripted model that can also be asked the judge's yes/no (P(yes) - P(no))."""
+
+    def __init__(self, *, judge: float, **script) -> None:
+        super().__init__(**script)
+        self.judge = judge
+
+    def yes_minus_no(self, messages: Sequence[ChatMessage]) -> float:
+        self.asked.append(("judge", messages[-1].content))
+        return self.judge
+
+
 @pytest.fixture(autouse=True)
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
@@ -547,3 +559,39 @@ def test_instructions_inside_a_document_never_reach_the_model(policies, alice):
         assert any("300 yuan" in prompt for prompt in prompts_seen)
         assert not any("hunter2" in prompt for prompt in prompts_seen)
         assert result["citations"][0]["file"] == "meals.md"
+
+
+# -- the judge ---------------------------------------------------------------------------------
+
+
+def test_the_judge_declines_when_the_passages_do_not_state_the_answer(policies, alice, settings):
+    settings.ANSWER_JUDGE = 0.0
+    model = JudgedChat(judge=-0.8, answer="Ten days [1].")
+    result = collect(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    assert [kind for kind, _ in model.asked] == ["judge"]  # the model never wrote
+    assert result["judge"] == -0.8
+    assert result["abstain"] is True
+    assert result["citations"] == []
+    assert result["answer"].startswith(prompts.NO_ANSWER["en"] + " Closest passages: ")
+
+
+def test_a_confident_judge_lets_the_model_answer_on_the_same_prompt(policies, alice, settings):
+    settings.ANSWER_JUDGE = 0.0
+    model = JudgedChat(judge=0.9, answer="Employees get ten days of paid annual leave [1].")
+    result = collect(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    (judged, judge_prompt), (answered, answer_prompt) = model.asked
+    assert (judged, answered) == ("judge", "answer")
+    assert judge_prompt.endswith(prompts.JUDGE["en"])
+    # Everything before the last line is shared: the answer reads only its reminder.
+    assert judge_prompt.removesuffix(prompts.JUDGE["en"]) == answer_prompt.removesuffix(prompts.REMINDER["en"])
+    assert result["abstain"] is False
+    assert result["judge"] == 0.9
+
+
+def test_with_the_judge_off_it_is_never_asked(policies, alice, settings):
+    settings.ANSWER_JUDGE = None
+    model = JudgedChat(judge=-1.0, answer="Employees get ten days of paid annual leave [1].")
+    result = collect(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    assert [kind for kind, _ in model.asked] == ["answer"]
+    assert result["judge"] is None
+    assert result["abstain"] is False

@@ -71,3 +71,27 @@ def test_manage_py_chat_prints_strategy_answer_and_sources(policies, alice):
     assert "[direct]" in text
     assert "Sources:" in text
     assert "policy.pdf, 第 2 页" in text
+
+
+def test_the_judge_and_the_answer_share_one_reading_of_the_passages(policies, alice):
+    """The judge's yes/no on the answer's own prompt: the same score however often it is
+    asked (a shared prefix is kept, not read wrongly), higher where the passages answer,
+    and the answer after it reads only the tail (llama.cpp reuses the judged tokens)."""
+    from assistant.answering import answer as answers
+    from assistant.answering import prompts
+    from assistant.retrieval.search import search
+
+    from assistant.providers.local.chat import LocalChatModel
+
+    model = registry.chat_model()
+    assert isinstance(model, LocalChatModel)
+
+    def judged(question: str) -> float:
+        hits = search(alice, question, collection_ids=[policies.pk], k=6).hits
+        sources = answers.sources_of(hits)
+        return model.yes_minus_no(answers.messages(question, sources, "en", closing=prompts.JUDGE["en"]))
+
+    answered = judged("How many days of paid annual leave do employees get per year?")
+    assert judged("How many days of paid annual leave do employees get per year?") == pytest.approx(answered, abs=1e-3)
+    unanswered = judged("What is the name of the company's cafeteria chef?")
+    assert answered > unanswered, (answered, unanswered)

@@ -281,6 +281,7 @@ def evaluate_answers(
                     "error": result["error"],
                     "timings": result["timings"],
                     "checks": result.get("checks", {}),
+                    "judge": result.get("judge"),
                     "scores": row,
                 }
             )

@@ -111,7 +111,11 @@ class LocalChatModel:
 
     def yes_minus_no(self, messages: Sequence[ChatMessage]) -> float:
         """P(yes) - P(no) for the assistant's first token: a judge's confidence, from one forward
-        pass instead of a generation. Used by the local reranker."""
+        pass instead of a generation. Used by the local reranker and the answer's judge.
+
+        The tokens it shares with what the model read last are not read again, and what it
+        reads stays in the context: an answer whose prompt starts as the judge's did (the
+        same passages and question) reads only the rest."""
         import llama_cpp
         import numpy as np
 
@@ -122,8 +126,11 @@ class LocalChatModel:
             tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
             if len(tokens) >= CONTEXT_TOKENS:
                 raise ProviderError("rerank", "local", f"the passage is too long for a {CONTEXT_TOKENS}-token context")
-            llm.reset()
-            llm.eval(tokens)
+            from llama_cpp import Llama
+
+            shared = Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+            llm.n_tokens = min(shared, len(tokens) - 1)  # at least one token read: its logits are the answer
+            llm.eval(tokens[llm.n_tokens :])
             # Only the last position's logits exist without logits_all (llm.scores stays zero).
             pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
             logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
