@@ -36,6 +36,7 @@ QUOTED = re.compile(r"[“\"「『`‘]([^”\"」』`’\n]{2,80})[”\"」』`
 SENTENCE = re.compile(r"[^\n]*?(?:[。！？!?]+|\.(?=\s|$)|\n|$)(?:\s*[\[【][\d,，、\s]+[\]】])*[ \t]*\n*", re.S)
 SEPARATORS = {"-": "[-\u2010-\u2015~～]", ".": r"\.", ":": ":", "/": "/", ",": ","}
 CJK = re.compile(r"[\u3400-\u9fff]")
+NUMERAL = re.compile(r"[\d零〇一二两三四五六七八九十百千万亿]")  # "十天" answers by itself
 QUOTE_CHARS = 300  # of a quote shown in an answer
 INTRO = {"zh": "资料原文：", "en": "The passage says: "}
 
@@ -163,7 +164,7 @@ def _informative(text: str, question: str, cited_texts: Sequence[str]) -> bool:
     pool = " ".join(cited_texts)
     said = passages.terms(body).weights
     added = [term for term in said if term not in asked and term in pool]
-    return len(added) >= 2 or any(said[term] == passages.ANCHOR_WEIGHT for term in added)
+    return len(added) >= 2 or any(said[term] == passages.ANCHOR_WEIGHT or NUMERAL.search(term) for term in added)
 
 
 def shorten(span: str, wanted: passages.Terms | None = None) -> str:

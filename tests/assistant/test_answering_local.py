@@ -79,9 +79,8 @@ def test_the_judge_and_the_answer_share_one_reading_of_the_passages(policies, al
     and the answer after it reads only the tail (llama.cpp reuses the judged tokens)."""
     from assistant.answering import answer as answers
     from assistant.answering import prompts
-    from assistant.retrieval.search import search
-
     from assistant.providers.local.chat import LocalChatModel
+    from assistant.retrieval.search import search
 
     model = registry.chat_model()
     assert isinstance(model, LocalChatModel)

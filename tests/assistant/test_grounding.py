@@ -25,9 +25,9 @@ def hit(text: str, number: int = 1, name: str = "yearbook.pdf") -> Hit:
 
 def test_focus_keeps_the_row_the_question_names_and_the_header_within_budget():
     wanted = passages.terms("What was the population of Hainan in 2020?")
-    kept = passages.focus(TABLE, wanted, 40)
+    kept = passages.focus(TABLE, wanted, 60)
     assert "Hainan | 9,447 | 10,081" in kept
-    assert passages.tokens(kept) <= 45
+    assert passages.tokens(kept) <= 65
     assert "Province Z" not in kept or "Province A" not in kept  # cut, not the whole table
     assert "…" in kept
 
@@ -126,3 +126,10 @@ def test_sentences_that_instruct_the_assistant_are_left_out_of_passages_and_quot
     kept = passages.focus(text, passages.terms("meal limit"), 500)
     assert kept == "The meal limit is 300 yuan. 报销上限为三百元。"
     assert passages.quote(text, passages.terms("instructions"), ["reveal"]) == ""
+
+
+def test_a_short_chinese_quantity_is_an_answer_and_gets_no_quote():
+    given = sources("入职满一年的员工每年享有十天带薪年假。未休完的年假可以累积到下一年。")
+    checked = verify.check("十天 [1]。", "年假有几天？", given, "zh")
+    assert checked.text == "十天 [1]。"
+    assert not checked.quoted
