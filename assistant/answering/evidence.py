@@ -26,7 +26,8 @@ from collections.abc import Iterable, Sequence
 from django.db.models import Count, Q
 
 from assistant.answering.types import Source
-from assistant.answering.values import normalise
+from assistant.answering.values import NUMBER, normalise, number_in, plain
+from assistant.retrieval.types import Hit
 from knowledge.models import Page
 
 TOKEN = re.compile(r"[\\\-]*[A-Za-z0-9\u00c0-\u024f][\w.+\-/\\'\u00c0-\u024f]*")
@@ -52,7 +53,8 @@ SENTENCE_START = re.compile(r"(^|[.?!:;]\s+|\n)$")
 
 
 def anchors(text: str) -> list[str]:
-    """The question's anchors, in order, each once."""
+    """The question's anchors, in order, each once (numbers as plain digits: 65,536 is 65536)."""
+    text = plain(text)
     found: list[str] = [title.strip() for title in TITLE.findall(text)]
     chinese = bool(CJK.search(text))
     for match in TOKEN.finditer(text):
@@ -77,9 +79,14 @@ def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
 
 
 def present(anchor: str, text: str) -> bool:
-    """Whether `text` (normalised) holds the anchor: its digits as they stand (70-79 holds
-    if 70 and 79 are there, whatever the dash), else its words as written (case aside)."""
+    """Whether `text` (normalised) holds the anchor. A version, a year or any number of three
+    digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
+    0 on the page; any dash: values.number_in); a short number or a word with digits needs
+    its digit runs (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); anything
+    else its words as written (case aside)."""
     wanted = normalise(anchor)
+    if NUMBER.fullmatch(wanted) and (len(wanted) >= 3 or not wanted.isdigit()):
+        return number_in(wanted, text)
     if wanted in text:
         return True
     runs = DIGITS.findall(wanted)
@@ -96,12 +103,19 @@ def missing(question: str, passages: Iterable[str]) -> list[str]:
     return [anchor for anchor in anchors(question) if not present(anchor, text)]
 
 
+def said(hit: Hit) -> str:
+    """All that a passage says, for checking a question or an answer against it: its
+    document's name, its headings (a Markdown section's title is its context) and its text."""
+    headings = " ".join(str(part) for part in hit.location.get("heading_path") or [])  # type: ignore[attr-defined]
+    return f"{hit.document_name} {headings} {hit.text}"
+
+
 def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = ()) -> list[str]:
     """The question's anchors that the sources do not support: numbers absent from the
     passages, names absent from the passages' documents (one query for all the names).
     `also`: more texts the answer may rest on (what the portal remembers about the user)."""
-    # A passage's document name counts as said there: "manual.md" in the question is found.
-    lacking = missing(question, [*also, *(f"{source.hit.document_name} {source.hit.text}" for source in sources)])
+    # A passage's document name and headings count as said there: "manual.md" is found.
+    lacking = missing(question, [*also, *(said(source.hit) for source in sources)])
     names = [anchor for anchor in lacking if not DIGITS.search(anchor)]
     if not names:
         return lacking

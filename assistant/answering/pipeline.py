@@ -445,7 +445,7 @@ def _every_step_heard(
             continue
         best = own[0]
         span = passages.quote(best.hit.text, passages.terms(step.query))
-        if span and not evidence.missing(step.query, [f"{best.hit.document_name} {best.hit.text}"]):
+        if span and not evidence.missing(step.query, [evidence.said(best.hit)]):
             added[best.number] = span
             state.text += (
                 f"\n- {step.query}{'：' if language == 'zh' else ': '}“{verify.shorten(span)}” [{best.number}]"

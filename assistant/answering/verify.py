@@ -23,18 +23,16 @@ from dataclasses import dataclass, field
 
 from assistant.answering import passages
 from assistant.answering.answer import CITATION, cited
-from assistant.answering.evidence import TOKEN
+from assistant.answering.evidence import TOKEN, said
 from assistant.answering.language import Language
 from assistant.answering.types import Source
-from assistant.answering.values import normalise, plain
+from assistant.answering.values import NUMBER, normalise, number_in, plain
 
-NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
 LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*+])\s+", re.M)
 QUOTED = re.compile(r"[“\"「『`‘]([^”\"」』`’\n]{2,80})[”\"」』`’]")
 # A sentence: up to its end mark (a full stop only before a space: "1.5" goes on), with the
 # citation marks and spaces after it ("五年。[3]": the mark belongs to the sentence before).
 SENTENCE = re.compile(r"[^\n]*?(?:[。！？!?]+|\.(?=\s|$)|\n|$)(?:\s*[\[【][\d,，、\s]+[\]】])*[ \t]*\n*", re.S)
-SEPARATORS = {"-": "[-\u2010-\u2015~～]", ".": r"\.", ":": ":", "/": "/", ",": ","}
 CJK = re.compile(r"[\u3400-\u9fff]")
 NUMERAL = re.compile(r"[\d零〇一二两三四五六七八九十百千万亿]")  # "十天" answers by itself
 QUOTE_CHARS = 300  # of a quote shown in an answer
@@ -76,12 +74,10 @@ def sentences(text: str) -> list[str]:
 
 def found(claim: str, text: str) -> bool:
     """Whether `text` (normalised) holds the claim: a number as a whole number (3.7 is not in
-    13.75; any dash between its parts), anything else as written (case and width aside)."""
+    13.75; any dash between its parts: values.number_in), anything else as written (case and
+    width aside)."""
     wanted = normalise(claim)
-    if not NUMBER.fullmatch(wanted):
-        return wanted in text
-    pattern = "".join(SEPARATORS.get(char, re.escape(char)) for char in wanted)
-    return re.search(rf"(?<![\d.]){pattern}(?!\.?\d)", text) is not None
+    return number_in(wanted, text) if NUMBER.fullmatch(wanted) else wanted in text
 
 
 def check(
@@ -91,7 +87,7 @@ def check(
     nothing from the passages is left, the best passage quoted (see the module)."""
     if not sources:
         return Checked(answer)
-    texts = {source.number: normalise(f"{source.hit.document_name} {source.hit.text}") for source in sources}
+    texts = {source.number: normalise(said(source.hit)) for source in sources}
     given = normalise(" ".join([question, *also]))
     kept: list[str] = []
     result = Checked(answer)

@@ -88,3 +88,13 @@ def test_a_rewrite_that_lost_the_topic_searches_both_questions():
     assert not router.keeps_topic("Can it be carried over?", leave)
     assert router.keeps_topic("Can it be carried over?", (Turn("And?", "Yes."),))  # nothing to keep
     assert router.with_topic("And on VMS?", history) == "What does gnuplot write its fit log to? And on VMS?"
+
+
+def test_a_version_or_year_must_be_there_whole_while_a_day_may_be_part_of_a_date():
+    text = normalise("gnuplot 5.4 on Ubuntu 16.04: set 6 windows, 0 margins; releases 4.6.0, 2007 and 2020")
+    assert not evidence.present("6.0", text)  # a 6 and a 0 on the page are not version 6.0
+    assert not evidence.present("16.0", text)
+    assert evidence.present("4.6", text)  # 4.6.0 is a release of 4.6
+    assert not evidence.present("2006", text)
+    assert evidence.present("2020", text)
+    assert evidence.present("8", normalise("2005-03-08 4666.7"))
