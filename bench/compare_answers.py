@@ -63,6 +63,33 @@ def checks(answers: dict[str, Any]) -> Counter[str]:
     return counted
 
 
+def judged(answers: dict[str, Any]) -> list[str]:
+    """What the judge (run with PORTAL_ANSWER_JUDGE=-1: scored, never declining) would have
+    done at each threshold: the answers it declines are those scored below it that the
+    portal answered. Declining an answerable question costs its key coverage."""
+    rows = [row for row in answers["per_question"] if row.get("judge") is not None]
+    if not rows:
+        return []
+    unanswerable = [row for row in answers["per_question"] if row["type"] == "unanswerable"]
+    answerable = [row for row in answers["per_question"] if row["type"] != "unanswerable"]
+    lines = [
+        f"Judge scored {len(rows)} of {len(answers['per_question'])} answers. Declining below a threshold:",
+        "",
+        "| threshold | unanswerable refused | answerable refused | answered with a key, now declined |",
+        "|---|---|---|---|",
+    ]
+    for tenth in range(-9, 10, 1):
+        threshold = tenth / 10
+        declined = [row for row in rows if not row["abstain"] and row["judge"] < threshold]
+        right = sum(1 for row in unanswerable if row["abstain"] or row in declined)
+        wrong = sum(1 for row in answerable if row["abstain"] or row in declined)
+        lost = sum(
+            1 for row in declined if row["type"] != "unanswerable" and (row["scores"].get("key_coverage") or 0) > 0
+        )
+        lines.append(f"| {threshold:+.1f} | {right} of {len(unanswerable)} | {wrong} of {len(answerable)} | {lost} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("before", type=Path)
@@ -90,6 +117,10 @@ def main() -> None:
     better = sum(1 for _id, old, new in changed if (new.get("key_coverage") or 0) > (old.get("key_coverage") or 0))
     worse = sum(1 for _id, old, new in changed if (new.get("key_coverage") or 0) < (old.get("key_coverage") or 0))
     print(f"Key coverage per question: {better} better, {worse} worse, of {total}.")
+    calibration = judged(after)
+    if calibration:
+        print()
+        print("\n".join(calibration))
 
 
 if __name__ == "__main__":

