@@ -171,14 +171,18 @@ def citations(
     cited: Sequence[tuple[Source, bool]], language: Language, quotes: dict[int, str] | None = None
 ) -> list[dict[str, Any]]:
     """What a client shows for each [n], from (source, inferred) pairs and the span of each
-    passage the answer rests on (`quotes`, by number: see answering.verify); the pages'
-    sizes are read in one query, the videos beside cited subtitles in another."""
+    passage the answer rests on (`quotes`, by number: see answering.verify) and where that span
+    is on its page (answering.quote_box); the pages' sizes are read in one query, the videos
+    beside cited subtitles in another."""
+    from assistant.answering.quote_box import quote_boxes
+
     pages = {source.hit.page_id for source, _inferred in cited}
     sizes = {
         pk: (width, height)
         for pk, width, height in Page.objects.filter(pk__in=pages).values_list("pk", "width", "height")
     }
     videos = sibling_videos(source.hit for source, _inferred in cited)
+    boxes = quote_boxes((source.hit, (quotes or {}).get(source.number, "")) for source, _inferred in cited)
     return [
         citation(
             source,
@@ -187,8 +191,9 @@ def citations(
             size=sizes.get(source.hit.page_id),
             video=videos.get(source.hit.document_id),
             quote=(quotes or {}).get(source.number, ""),
+            quote_bbox=box,
         )
-        for source, inferred in cited
+        for (source, inferred), box in zip(cited, boxes, strict=True)
     ]
 
 
@@ -200,10 +205,12 @@ def citation(
     size: tuple[Any, Any] | None = None,
     video: int | None = None,
     quote: str = "",
+    quote_bbox: list[float] | None = None,
 ) -> dict[str, Any]:
     """What a client shows for [n]; `inferred` when the answer used the passage without writing [n];
     `quote`: the span of the passage the answer rests on, which the citation dialog highlights
-    in `text` (the passage itself).
+    in `text` (the passage itself), and `quote_bbox`: that span's box on the page (the union
+    of its lines, in the units of `location.bbox`), or None where it could not be placed.
     The page's size (points for PDF pages and slides, pixels for pictures: the units of
     `location.bbox`) lets a client scale the bbox onto the page's render. A timed passage
     (a video's minute, a subtitle cue) has a `video_url` at its moment: the video beside a
@@ -230,6 +237,7 @@ def citation(
         "snippet": " ".join(hit.text.split())[:240],
         "text": " ".join(hit.text.split())[:PASSAGE_CHARS],
         "quote": quote,
+        "quote_bbox": quote_bbox,
         "thumbnail_url": f"/api/pages/{hit.page_id}/render/",
         "video_url": _moment_url(hit, video) if _timed(hit) else None,
     }
