@@ -351,6 +351,9 @@ const dialog = document.getElementById("citation-dialog");
 const pageView = dialog.querySelector(".page-view");
 const pageImage = pageView.querySelector("img");
 const box = pageView.querySelector(".bbox");
+// The quoted span's own box, drawn over the chunk's.
+const quoteBox = pageView.appendChild(el("div", "quote-box"));
+quoteBox.hidden = true;
 const video = dialog.querySelector("video");
 const noPicture = dialog.querySelector(".no-picture");
 let opener = null;
@@ -384,6 +387,7 @@ function resetDialog(title, place, path, snippet, quote = "") {
   if (mark) requestAnimationFrame(() => mark.scrollIntoView({ block: "nearest" }));
   show(pageView, false);
   show(box, false);
+  show(quoteBox, false);
   show(noPicture, false);
   show(video, false);
   video.removeAttribute("src");
@@ -411,8 +415,10 @@ function showCitation(cited) {
   };
   pageImage.onload = () => {
     show(pageView); // only now: never the previous citation's page under this one's title
-    if (!placeBox(location.bbox, cited.page_width, cited.page_height)) return;
-    box.scrollIntoView({ block: "center" });
+    const chunkPlaced = placeBox(box, location.bbox, cited.page_width, cited.page_height);
+    // The quote's box where the server found the quote on the page; else the chunk's box alone.
+    const quotePlaced = placeBox(quoteBox, cited.quote_bbox, cited.page_width, cited.page_height);
+    if (quotePlaced || chunkPlaced) (quotePlaced ? quoteBox : box).scrollIntoView({ block: "center" });
   };
   pageImage.removeAttribute("src");
   pageImage.src = cited.thumbnail_url;
@@ -420,16 +426,16 @@ function showCitation(cited) {
 
 // The bbox is in the page's own units (PDF points, pixels of a picture): as a share of the
 // page's size it lands on the render at whatever size the render was drawn.
-function placeBox(bbox, width, height) {
+function placeBox(target, bbox, width, height) {
   if (!Array.isArray(bbox) || bbox.length !== 4 || !width || !height) return false;
   const [x0, y0, x1, y1] = bbox;
   if ((x1 - x0) / width > 0.95 && (y1 - y0) / height > 0.95) return false; // the whole page: nothing to point at
   const percent = (value, whole) => `${Math.max(0, Math.min(100, (value / whole) * 100))}%`;
-  box.style.left = percent(x0, width);
-  box.style.top = percent(y0, height);
-  box.style.width = percent(x1 - x0, width);
-  box.style.height = percent(y1 - y0, height);
-  show(box);
+  target.style.left = percent(x0, width);
+  target.style.top = percent(y0, height);
+  target.style.width = percent(x1 - x0, width);
+  target.style.height = percent(y1 - y0, height);
+  show(target);
   return true;
 }
 

@@ -107,3 +107,57 @@ def test_a_stored_answer_shows_as_markdown_and_its_citation_highlights_the_quote
     dialog.locator("mark").wait_for()
     assert dialog.locator("mark").inner_text() == "The default value of FIT_LIMIT is 1e-5."
     assert dialog.locator(".citation-snippet").inner_text() == passage
+
+
+def test_a_citation_boxes_its_quote_on_the_page_render_over_the_chunks_box(live_web, page, alice, private_collection):
+    """The quote's box (`quote_bbox`) is drawn on the render where it says, inside the chunk's
+    box; a citation without one shows the chunk's box alone."""
+    from django.core.files.base import ContentFile
+
+    from knowledge import actions
+    from knowledge.models import Page
+    from tests.assistant.test_chat_page import citation_on, make_conversation
+    from tests.ingestion.files import png
+
+    document, _run = actions.do_add_document(private_collection, "policy.pdf", b"%PDF-1.4 stand-in", enqueue=False)
+    pdf_page = Page.objects.create(
+        document=document, number=2, kind="pdf_page", content_sha256="0" * 64, width=612.0, height=792.0
+    )
+    pdf_page.render.save("2.png", ContentFile(png(306, 396)), save=True)  # drawn at half the page's size
+    sizes = {"page_width": 612.0, "page_height": 792.0, "location": {"page": 2, "bbox": [72.0, 100.0, 540.0, 300.0]}}
+    quoted = {**citation_on(pdf_page), **sizes, "quote_bbox": [72.0, 200.0, 306.0, 230.6]}
+    plain = {**citation_on(pdf_page, n=2), **sizes, "quote_bbox": None}
+    conversation = make_conversation(alice, "leave", "Five days carry over [1]. See [2].", citations=[quoted, plain])
+    base = f"http://127.0.0.1:{live_web}"
+    page.goto(f"{base}/accounts/login/")
+    page.fill("input[name=login]", "alice@example.com")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+    page.goto(f"{base}/chat/{conversation.pk}/")
+
+    dialog = page.locator("dialog#citation-dialog")
+    page.locator(".answer-turn button.citation-link").nth(0).click()
+    quote = dialog.locator(".page-view .quote-box")
+    quote.wait_for(state="visible")
+    image = dialog.locator(".page-view img").bounding_box()
+    chunk = dialog.locator(".page-view .bbox").bounding_box()
+    drawn = quote.bounding_box()
+    assert image is not None
+    assert chunk is not None
+    assert drawn is not None
+    scale = image["width"] / 612.0  # the render as shown, whatever its size
+    for got, want in (
+        (drawn["x"] - image["x"], 72.0),
+        (drawn["y"] - image["y"], 200.0),
+        (drawn["width"], 234.0),
+        (drawn["height"], 30.6),
+    ):
+        assert abs(got - want * scale) < 2, (drawn, image)
+    assert chunk["y"] < drawn["y"]  # drawn over the chunk's box, inside it
+    assert drawn["y"] + drawn["height"] < chunk["y"] + chunk["height"]
+    page.keyboard.press("Escape")
+
+    page.locator(".answer-turn button.citation-link").nth(1).click()
+    dialog.locator(".page-view .bbox").wait_for(state="visible")
+    assert not quote.is_visible()  # no quote box: the chunk's box alone, as before
