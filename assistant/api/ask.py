@@ -73,6 +73,11 @@ class CitationSerializer(serializers.Serializer[dict[str, Any]]):
     quote = serializers.CharField(
         allow_blank=True, help_text="The span of the passage the answer rests on, as it stands in `text`."
     )
+    quote_bbox = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="The quote's box on the page, [x0, y0, x1, y1] in the units of `location.bbox`; null when unplaced.",
+    )
     thumbnail_url = serializers.CharField()
     video_url = serializers.CharField(allow_null=True, help_text="A timed passage: the video at its moment (`#t=`).")
 
