@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 
 MAX_ATTACHMENTS = 4
 CLOSEST_PASSAGES = 3  # listed when the portal declines
+# The judge's P(yes) - P(no) from which a refusal of the model is overruled by a quote of the
+# best passage (_quote_refusal): above the declining threshold, so that a doubtful judgement
+# (a photo with no text, whose passages are about something else) still lets the model refuse.
+QUOTE_AFTER_REFUSAL = 0.0
 
 
 class AskError(Exception):
@@ -324,6 +328,7 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         yield from _generate(session, state, model, sources, steps, language, check)
         if sources:
             yield from _retry_refusal(session, state, model, sources, language)
+            yield from _quote_refusal(state, sources, language)
             quotes = yield from _verified(session, state, sources, language, remembered)
             if steps and not answers.abstains(state.text, answers.cited(state.text, len(sources))):
                 quotes |= yield from _every_step_heard(state, sources, steps, language)
@@ -407,6 +412,23 @@ def _retry_refusal(
         log.info("Answered on the best passage after a refusal (question %r)", session.question[:100])
         state.checks["retried"] = 1
         state.text = retried
+        yield {"type": "answer.replace", "text": state.text}
+
+
+def _quote_refusal(state: _State, sources: Sequence[Source], language: Language) -> Iterator[Event]:
+    """The evidence check found everything the question names and the judge found the answer
+    stated, yet the model refused twice: the portal answers with the best passage's own
+    words, quoted and cited (on the public evaluation the local model's refusals were nearly
+    all wrong: 11 of the 12 it made after the evidence check were answerable questions)."""
+    if state.judge is None or state.judge < QUOTE_AFTER_REFUSAL:
+        return
+    if not answers.abstains(state.text, answers.cited(state.text, len(sources))):
+        return
+    quoted = verify.quoted(state.session.question, sources, sources[0].number, language)
+    if quoted:
+        log.info("Quoted the best passage after two refusals (question %r)", state.session.question[:100])
+        state.checks["quoted_refusal"] = 1
+        state.text = quoted
         yield {"type": "answer.replace", "text": state.text}
 
 

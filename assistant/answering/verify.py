@@ -120,10 +120,9 @@ def check(
     wanted = passages.terms(question)
     if not _informative(text, question, [texts[number] for number in used] or list(texts.values())):
         best = used[0] if used else sources[0].number
-        span = shorten(passages.quote(_source(sources, best).hit.text, wanted), wanted)
-        if span:
-            quoted = f"{INTRO[language]}“{span}” [{best}]"
-            text = f"{text}\n\n{quoted}" if text and result.removed == [] else quoted
+        quote = quoted(question, sources, best, language)
+        if quote:
+            text = f"{text}\n\n{quote}" if text and result.removed == [] else quote
             result.quoted = True
             used = cited(text, len(sources))
     result.text = text or answer
@@ -132,6 +131,14 @@ def check(
         if span:
             result.quotes[number] = span
     return result
+
+
+def quoted(question: str, sources: Sequence[Source], number: int, language: Language) -> str:
+    """Passage `number`'s words about the question, quoted and cited ("The passage says: “…”
+    [2]"); empty when the passage has nothing to quote."""
+    wanted = passages.terms(question)
+    span = shorten(passages.quote(_source(sources, number).hit.text, wanted), wanted)
+    return f"{INTRO[language]}“{span}” [{number}]" if span else ""
 
 
 def _source(sources: Sequence[Source], number: int) -> Source:

@@ -174,6 +174,24 @@ def test_the_planner_takes_the_models_steps_and_caps_them(settings):
     assert planner.plan(ScriptedChat(plan='{"steps": ["only one"]}'), "比较 A 和 B 的价格").by == "rules"
 
 
+def test_questions_asked_one_after_the_other_are_split_as_written_without_the_model():
+    model = ScriptedChat(plan='{"steps": ["not asked", "at all"]}')
+    plan = planner.plan(model, "xpinyin 里拼音基线的距离默认是多少？脚注里的汉字默认会不会加拼音？")
+    steps = ("xpinyin 里拼音基线的距离默认是多少？", "xpinyin 脚注里的汉字默认会不会加拼音？")
+    assert plan == planner.Plan(steps, "rules")
+    assert model.asked == []
+    # A later question that names something keeps its own words.
+    assert planner.said_apart("What does gnuplot's fit use? What does TeXworks use?") == (
+        "What does gnuplot's fit use?",
+        "What does TeXworks use?",
+    )
+    # One question, a too short second one, or a last part that asks nothing: the model plans.
+    assert planner.said_apart("Which version did 1.3.0 embed, and which did 1.4.0 embed?") == ()
+    assert planner.said_apart("年假有几天？病假呢？") == ()
+    assert planner.said_apart("满洲里市和二连浩特市哪个更靠北？请分别给出两地的纬度。") == ()
+    assert planner.plan(model, "Which version did 1.3.0 embed, and which did 1.4.0 embed?").by == "model"
+
+
 # -- citations and abstention ------------------------------------------------------------------
 
 
@@ -595,3 +613,31 @@ def test_with_the_judge_off_it_is_never_asked(policies, alice, settings):
     assert [kind for kind, _ in model.asked] == ["answer"]
     assert result["judge"] is None
     assert result["abstain"] is False
+
+
+def test_a_confident_judge_overrules_two_refusals_with_the_best_passage_quoted(policies, alice, settings):
+    settings.ANSWER_JUDGE = -0.3
+    refusal = "The documents do not contain the answer."
+    model = JudgedChat(judge=0.5, answer=refusal, retry=refusal)
+    events = list(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    result = collect(iter(events))
+    assert [kind for kind, _ in model.asked] == ["judge", "answer", "retry"]
+    assert result["answer"].startswith("The passage says: “")
+    assert "ten days of paid annual leave" in result["answer"]
+    assert result["answer"].endswith("[1]")
+    assert result["abstain"] is False
+    assert result["checks"]["quoted_refusal"] == 1
+    assert [c["page"] for c in result["citations"]] == [2]
+    assert Message.objects.filter(role="assistant").get().content == result["answer"]
+
+
+def test_a_doubtful_judge_lets_the_model_refuse(policies, alice, settings):
+    settings.ANSWER_JUDGE = -0.3
+    refusal = "The documents do not contain the answer."
+    model = JudgedChat(judge=-0.1, answer=refusal, retry=refusal)
+    result = collect(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
+    assert [kind for kind, _ in model.asked] == ["judge", "answer", "retry"]
+    assert result["answer"] == refusal
+    assert result["abstain"] is True
+    assert "quoted_refusal" not in result["checks"]
+    assert result["citations"] == []
