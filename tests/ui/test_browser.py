@@ -12,12 +12,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
 
 def test_it_logs_in_and_creates_a_collection(live_web, page, alice, tmp_path):
-    base = f"http://127.0.0.1:{live_web}"
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", "alice@example.com")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
+    base = log_in_as_alice(page, live_web)
     assert page.locator("h1").inner_text() == "Collections"
     assert "No collections yet" in page.content()
 
@@ -82,13 +77,7 @@ def test_a_stored_answer_shows_as_markdown_and_its_citation_highlights_the_quote
         "location": {},
     }
     conversation = make_conversation(alice, "fit settings", MARKDOWN_ANSWER, citations=[cited])
-    base = f"http://127.0.0.1:{live_web}"
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", "alice@example.com")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
-    page.goto(f"{base}/chat/{conversation.pk}/")
+    page.goto(f"{log_in_as_alice(page, live_web)}/chat/{conversation.pk}/")
     answer = page.locator(".answer-turn .answer")
     answer.locator("table.answer-table").wait_for()
     assert answer.locator("ol > li").count() == 2
@@ -128,13 +117,7 @@ def test_a_citation_boxes_its_quote_on_the_page_render_over_the_chunks_box(live_
     quoted = {**citation_on(pdf_page), **sizes, "quote_bbox": [72.0, 200.0, 306.0, 230.6]}
     plain = {**citation_on(pdf_page, n=2), **sizes, "quote_bbox": None}
     conversation = make_conversation(alice, "leave", "Five days carry over [1]. See [2].", citations=[quoted, plain])
-    base = f"http://127.0.0.1:{live_web}"
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", "alice@example.com")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
-    page.goto(f"{base}/chat/{conversation.pk}/")
+    page.goto(f"{log_in_as_alice(page, live_web)}/chat/{conversation.pk}/")
 
     dialog = page.locator("dialog#citation-dialog")
     page.locator(".answer-turn button.citation-link").nth(0).click()
@@ -161,3 +144,14 @@ def test_a_citation_boxes_its_quote_on_the_page_render_over_the_chunks_box(live_
     page.locator(".answer-turn button.citation-link").nth(1).click()
     dialog.locator(".page-view .bbox").wait_for(state="visible")
     assert not quote.is_visible()  # no quote box: the chunk's box alone, as before
+
+
+def log_in_as_alice(page, live_web: int) -> str:
+    """Log in as alice through the login page; returns the portal's base URL."""
+    base = f"http://127.0.0.1:{live_web}"
+    page.goto(f"{base}/accounts/login/")
+    page.fill("input[name=login]", "alice@example.com")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+    return base
