@@ -284,7 +284,7 @@ MAX_QUERY_CHARS = env_int("PORTAL_MAX_QUERY_CHARS", 2000, minimum=10)
 # router and rewriter, steps in a multi-step plan, how the strategy is chosen ("model":
 # the chat model, with rules when its output is unusable; "rules" only), and questions per
 # user per minute (websocket and HTTP together).
-# 4 passages of 600 tokens in all: the local model reads about 70 tokens a second on 2 cores,
+# 4 passages of 600 tokens in all: the local model reads 60-90 tokens a second on 2 cores,
 # and on the public evaluation the gold page was among the first 4 passages as often as among
 # 6 but once (79 and 80 of 101); their focused cut keeps 0.83 of the answer keys (6 in 900:
 # 0.91) in a prompt of 639 tokens instead of 864 (medians; bench/README.md).
@@ -295,8 +295,9 @@ ANSWER_CONTEXT_TOKENS = env_int("PORTAL_ANSWER_CONTEXT_TOKENS", 600, minimum=100
 # The local model as a yes/no judge of whether the passages state the answer, before it
 # writes (answering.pipeline): below this P(yes) - P(no), the portal declines with the
 # closest passages. -1 computes the judgement and never declines; "off" skips it. -0.3 was
-# calibrated on the public evaluation (bench/README.md): it declined 4 more of the 28
-# unanswerable questions and none of the 101 answerable ones.
+# calibrated on the public evaluation with 6 passages, where it would have declined 4 more of
+# the 28 unanswerable questions and none of the 101 answerable ones; with the 4 passages
+# below it declined 2 of each (bench/README.md).
 _judge = env_str("PORTAL_ANSWER_JUDGE", "-0.3").strip().lower()
 ANSWER_JUDGE: float | None = None if _judge == "off" else env_float("PORTAL_ANSWER_JUDGE", -0.3, minimum=-1.0)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)

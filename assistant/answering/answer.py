@@ -13,6 +13,7 @@ from django.db.models import Q
 
 from assistant.answering import passages, prompts
 from assistant.answering.language import Language
+from assistant.answering.quote_box import quote_boxes
 from assistant.answering.types import Source, StepEvidence
 from assistant.providers.base import ChatMessage
 from assistant.retrieval.types import Hit
@@ -174,15 +175,14 @@ def citations(
     passage the answer rests on (`quotes`, by number: see answering.verify) and where that span
     is on its page (answering.quote_box); the pages' sizes are read in one query, the videos
     beside cited subtitles in another."""
-    from assistant.answering.quote_box import quote_boxes
-
+    spans = [(quotes or {}).get(source.number, "") for source, _inferred in cited]
     pages = {source.hit.page_id for source, _inferred in cited}
     sizes = {
         pk: (width, height)
         for pk, width, height in Page.objects.filter(pk__in=pages).values_list("pk", "width", "height")
     }
     videos = sibling_videos(source.hit for source, _inferred in cited)
-    boxes = quote_boxes((source.hit, (quotes or {}).get(source.number, "")) for source, _inferred in cited)
+    boxes = quote_boxes((source.hit, span) for (source, _inferred), span in zip(cited, spans, strict=True))
     return [
         citation(
             source,
@@ -190,10 +190,10 @@ def citations(
             inferred=inferred,
             size=sizes.get(source.hit.page_id),
             video=videos.get(source.hit.document_id),
-            quote=(quotes or {}).get(source.number, ""),
+            quote=span,
             quote_bbox=box,
         )
-        for (source, inferred), box in zip(cited, boxes, strict=True)
+        for (source, inferred), span, box in zip(cited, spans, boxes, strict=True)
     ]
 
 

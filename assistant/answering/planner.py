@@ -88,7 +88,8 @@ def _with_names(first: str, step: str) -> str:
     """A later question that names nothing the first one named ("xpinyin 的…？脚注里…？")
     searches with the first one's names in front: it is about the same thing."""
     names = [anchor for anchor in evidence.anchors(first) if not any(char.isdigit() for char in anchor)]
-    if step == first or not names or any(evidence.present(name, normalise(step)) for name in names):
+    said = normalise(step)
+    if step == first or not names or any(evidence.present(name, said) for name in names):
         return step
     return f"{' '.join(names)} {step}"
 
