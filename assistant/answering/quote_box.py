@@ -17,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from assistant.retrieval.types import Hit
 from ingestion.models import DerivedText
+from ingestion.parsers.pdf import fold
 from knowledge.models import Document, Page
 
 log = logging.getLogger(__name__)
@@ -208,7 +208,7 @@ def _needles(quote: str) -> list[str]:
 
 
 def _fold(text: str) -> str:
-    return "".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return "".join(fold(text).casefold().split())
 
 
 # -- boxes ------------------------------------------------------------------------------------

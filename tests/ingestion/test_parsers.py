@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from ingestion.parsers.base import ParseError, parser_for, supported_types
@@ -10,6 +13,20 @@ from tests.ingestion.files import handbook_pdf
 @pytest.fixture
 def handbook(tmp_path):
     return handbook_pdf(tmp_path / "handbook.pdf")
+
+
+def test_a_latex_pdf_whose_fonts_have_no_unicode_map_reads_as_typed():
+    """The survival package's vignette (r-cran-survival, LGPL-2+: eval/manifest-en.jsonl) is set
+    in T1-encoded fonts without a Unicode map: PyMuPDF returns fi as \\x1c and the en dash of
+    an age band as \\x15, which no one types and no search finds."""
+    path = Path(__file__).resolve().parents[2] / "eval" / "files" / "en" / "adjcurve.pdf"
+    pages = list(parser_for(sniff(path)).pages(path))
+    text = "\n".join(page.text for page in pages)
+    assert not re.search(r"[\x10-\x11\x15-\x1f]", text)
+    assert "those in the 70–89th" in pages[2].text
+    assert "70–74" in pages[4].text  # Table 2's age bands
+    assert "first line therapy" in " ".join(text.split())
+    assert "effect of interest" in " ".join(text.split())
 
 
 def test_it_reads_a_pdf_page_by_page_with_bboxes(handbook):
