@@ -50,6 +50,7 @@ COMMON = frozenset(
 POSSESSIVE = re.compile(r"'s$")
 COMPOUND = re.compile(r"[a-z]+(-[a-z]+)+")
 SENTENCE_START = re.compile(r"(^|[.?!:;]\s+|\n)$")
+SLASHED = re.compile(r"[^\W\d_]+(/[^\W\d_]+)+")  # words joined by slashes: INR/USD, TCP/IP
 
 
 def anchors(text: str) -> list[str]:
@@ -82,13 +83,17 @@ def present(anchor: str, text: str) -> bool:
     """Whether `text` (normalised) holds the anchor. A version, a year or any number of three
     digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
     0 on the page; any dash: values.number_in); a short number or a word with digits needs
-    its digit runs (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); anything
+    its digit runs (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); words
+    joined by slashes may be joined otherwise (INR/USD is the variable inrusd); anything
     else its words as written (case aside)."""
     wanted = normalise(anchor)
     if NUMBER.fullmatch(wanted) and (len(wanted) >= 3 or not wanted.isdigit()):
         return number_in(wanted, text)
     if wanted in text:
         return True
+    if SLASHED.fullmatch(wanted):  # INR/USD as a document's identifier writes it: inrusd, INR-USD
+        parts = wanted.split("/")
+        return any(joint.join(parts) in text for joint in ("", "-", "_", " "))
     runs = DIGITS.findall(wanted)
     if runs:
         return all(run in text for run in runs) and all(

@@ -330,7 +330,7 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
             yield from _retry_refusal(session, state, model, sources, language)
             yield from _quote_refusal(state, sources, language)
             quotes = yield from _verified(session, state, sources, language, remembered)
-            if steps and not answers.abstains(state.text, answers.cited(state.text, len(sources))):
+            if steps:
                 quotes |= yield from _every_step_heard(state, sources, steps, language)
     used = answers.cited(state.text, len(sources))
     state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
@@ -458,9 +458,15 @@ def _every_step_heard(
     """A multi-step answer cites every step that found evidence: a step whose passages the
     summary left out (small models answer the first half of a comparison and stop) adds
     its best passage's own words, cited. A step found evidence when its best passage holds
-    all the step's anchors and shares words with it. Returns the quotes added, by number."""
+    all the step's anchors and shares words with it. A summary that refused although steps
+    found evidence (the local model refused 3 of 13 planned questions whose pages it had) is
+    replaced by those steps' words. Returns the quotes added, by number."""
     used = set(answers.cited(state.text, len(sources)))
+    refused = answers.abstains(state.text, list(used))
+    if refused:
+        used = set()
     added: dict[int, str] = {}
+    text = prompts.STEPS_INTRO[language] if refused else state.text
     for step in steps:
         own = [source for source in sources if source.step == step.number]
         if not own or any(source.number in used for source in own):
@@ -469,11 +475,10 @@ def _every_step_heard(
         span = passages.quote(best.hit.text, passages.terms(step.query))
         if span and not evidence.missing(step.query, [evidence.said(best.hit)]):
             added[best.number] = span
-            state.text += (
-                f"\n- {step.query}{'：' if language == 'zh' else ': '}“{verify.shorten(span)}” [{best.number}]"
-            )
+            text += f"\n- {step.query}{'：' if language == 'zh' else ': '}“{verify.shorten(span)}” [{best.number}]"
     if added:
-        state.checks["steps_added"] = len(added)
+        state.checks["steps_quoted" if refused else "steps_added"] = len(added)
+        state.text = text
         yield {"type": "answer.replace", "text": state.text}
     return added
 

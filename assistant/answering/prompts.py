@@ -103,6 +103,8 @@ JUDGE = {
 # What the model says when the documents do not hold the answer (see ANSWER), and other
 # ways small models say the same; an answer that cites nothing and says one of these abstains.
 NO_ANSWER = {"zh": "文档中没有找到答案。", "en": "The documents do not contain the answer."}
+# A multi-step answer made of its steps' quotes (the summary refused although steps found them).
+STEPS_INTRO = {"zh": "资料中与各步相关的原文：", "en": "What the documents say on each part:"}
 
 
 def declined(language: Language, lacking: Sequence[str], closest: Sequence[tuple[str, str]]) -> str:

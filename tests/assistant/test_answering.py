@@ -106,6 +106,9 @@ ROUTE_CASES = [
     ("How many ports does the Falcon have, and which Wi-Fi does it support?", (), "multi_step"),
     ("Who was hired earlier: the Shanghai or the Beijing office manager?", (), "multi_step"),
     ("Do both routers support Wi-Fi 6?", (), "multi_step"),
+    ("Which two settings choose the main file and the program?", (), "multi_step"),
+    ("哪两个选项决定主文件和排版程序？", (), "multi_step"),
+    ("What is the main file setting?", (), "direct"),
     ("And how many days can be carried over?", LEAVE_EN, "rewrite"),
 ]
 
@@ -325,6 +328,22 @@ def test_a_summary_that_leaves_a_step_out_gets_that_steps_passage_quoted(policie
     heron = result["citations"][1]
     assert result["answer"].endswith(f"\n- Heron 交换机的保修期：“Heron 交换机的保修期为五年。” [{heron['n']}]")
     assert heron["quote"] == "Heron 交换机的保修期为五年。"
+
+
+def test_a_summary_that_refuses_although_each_step_found_its_page_is_made_of_their_quotes(policies, alice):
+    model = ScriptedChat(
+        route='{"strategy": "multi_step", "reason": "compare"}',
+        plan='{"steps": ["Falcon 路由器的保修期", "Heron 交换机的保修期"]}',
+        answer="文档中没有找到答案。",
+    )
+    result = collect(answer_events(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
+    assert result["abstain"] is False
+    falcon, heron = result["citations"]
+    assert (falcon["file"], heron["file"]) == ("falcon.md", "heron.md")
+    assert result["answer"].startswith(prompts.STEPS_INTRO["zh"])
+    assert "文档中没有找到答案" not in result["answer"]
+    assert f"- Heron 交换机的保修期：“Heron 交换机的保修期为五年。” [{heron['n']}]" in result["answer"]
+    assert result["checks"] == {"steps_quoted": 2}
 
 
 def test_with_nothing_to_read_it_abstains_without_asking_the_model_to_guess(db, alice):

@@ -41,6 +41,14 @@ def test_an_anchor_is_found_whatever_its_width_case_or_dash():
     assert not evidence.present("TeXstudio", text)
 
 
+def test_words_joined_by_a_slash_may_be_joined_otherwise_in_the_document():
+    text = normalise("R> merge(inrusd, lag(inrusd, -1)) and the TCP-IP stack")
+    assert evidence.present("INR/USD", text)
+    assert evidence.present("TCP/IP", text)
+    assert not evidence.present("EUR/USD", text)
+    assert not evidence.present("INR/EUR", text)
+
+
 def test_missing_lists_the_anchors_no_passage_holds():
     passages = ["gnuplot 5.4 manual: the mouse double-click resolution defaults to 300 ms."]
     assert evidence.missing("What is the double-click resolution in gnuplot 6.0?", passages) == ["6.0"]
