@@ -12,7 +12,7 @@ from typing import Literal
 from ingestion.parsers.base import BBox, Block, ParsedPage, markdown_row
 
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ".", "!", "?", "；", ";", "，", ",", " ", "")
-ChunkKind = Literal["text", "table", "image", "summary", "frame", "notes", "transcript"]
+ChunkKind = Literal["text", "table", "image", "picture", "summary", "frame", "notes", "transcript"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,19 @@ def _text_chunks(blocks: list[Block], page: int, path: tuple[str, ...], settings
 
 
 def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: ChunkSettings) -> list[ChunkDraft]:
+    if block.kind == "picture":  # what the picture shows, in words (ingestion.pictures)
+        return [
+            ChunkDraft(
+                "picture",
+                block.text,
+                page,
+                block.bbox,
+                path,
+                image=block.image,
+                t_start=block.t_start,
+                t_end=block.t_end,
+            )
+        ]
     if block.kind == "image":
         # An image is indexed by the words around it, in it (OCR) and about it (a vision caption);
         # with none of those there is nothing to find it by.

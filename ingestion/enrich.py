@@ -16,12 +16,13 @@ import io
 import logging
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from assistant.providers import registry
-from assistant.providers.base import ProviderError
+from assistant.providers.base import ProviderError, Tag, Tags
+from ingestion import pictures
 from ingestion.models import DerivedText
 from ingestion.parsers.base import BBox, Block, ParsedPage
 
@@ -34,11 +35,23 @@ CAPTION_PROMPTS = {
 
 
 def enrich(parsed: ParsedPage, *, language: str = "en") -> ParsedPage:
-    """The page with OCR text, transcripts and captions added where it needs them."""
+    """The page with OCR text, transcripts, captions and picture descriptions added where it
+    needs them."""
     blocks: list[Block] = []
     for block in parsed.blocks:
         if block.kind == "image" and block.image is not None:
-            blocks.append(_read_image(block, language))
+            rgb = _pixels(block.image)
+            whole = block.image == parsed.render and parsed.needs_ocr  # a picture file: the page's OCR reads it
+            read = not whole and (block.read_text or pictures.holds_text(rgb))
+            blocks.append(_read_image(block, language, read))
+            taken = str(parsed.meta.get("taken_at") or "")
+            blocks.append(
+                replace(
+                    _picture(block.image, rgb, block.bbox, taken, read or whole),
+                    t_start=block.t_start,
+                    t_end=block.t_end,
+                )
+            )
         elif block.kind == "audio" and block.audio is not None:
             blocks.extend(_transcribe(block))
         else:
@@ -48,16 +61,53 @@ def enrich(parsed: ParsedPage, *, language: str = "en") -> ParsedPage:
     return replace(parsed, blocks=tuple(blocks))
 
 
-def _read_image(block: Block, language: str) -> Block:
+def _read_image(block: Block, language: str, read: bool) -> Block:
+    """The image block with its caption and, where `read`, the words the OCR reads in it."""
     assert block.image is not None
     parts = [block.text]
     if registry.available("vision"):
         parts.append(_caption(block.image, language))
-    if block.read_text:
+    if read:
         lines = _ocr(block.image)
         parts.append("\n".join(text for text, _box in lines))
     text = "\n".join(part.strip() for part in parts if part and part.strip())
     return replace(block, text=text)
+
+
+def _pixels(image: bytes) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(image)) as opened:
+        return np.asarray(opened.convert("RGB"))
+
+
+def _picture(image: bytes, rgb: Any, bbox: BBox | None, taken: str, read: bool) -> Block:
+    """The picture's own words (ingestion.pictures): its kind, its colours and its objects'
+    (with the tagger's labels where PROVIDER_TAGGING is on) and the date it was taken. `read`:
+    the OCR reads this picture (its lines tell a screenshot from a chart)."""
+    lines = [(box[1], box[3]) for _text, box in _ocr(image)] if read else []
+    tags = _tags(image) if registry.available("tagging") else None
+    measured = pictures.measure(rgb, lines)
+    tags = pictures.trusted(tags, measured.kind) if tags else None
+    object_colours = [pictures.colours_of(rgb, tag.box) for tag in tags.objects] if tags else []
+    text = pictures.description(measured, tags, object_colours, taken)
+    return Block("picture", text, bbox=bbox, image=image)
+
+
+def _tags(image: bytes) -> Tags | None:
+    tagger = registry.picture_tagger()
+
+    def tag() -> Any:
+        return asdict(tagger.tag(image))
+
+    output = _cached(DerivedText.Task.TAGS, tagger.model_id, image, tag, default=None)
+    if output is None:
+        return None
+    return Tags(
+        labels=tuple(Tag(**{**tag, "box": None}) for tag in output["labels"]),
+        objects=tuple(Tag(**{**tag, "box": tuple(tag["box"])}) for tag in output["objects"]),
+    )
 
 
 def _ocr_page(parsed: ParsedPage) -> list[Block]:

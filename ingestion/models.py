@@ -73,6 +73,7 @@ class DerivedText(models.Model):
         OCR = "ocr", _("OCR")
         SPEECH = "speech", _("Speech")
         CAPTION = "caption", _("Caption")
+        TAGS = "tags", _("Picture tags")
 
     task = models.CharField(_("task"), max_length=10, choices=Task.choices)
     model_id = models.CharField(_("model"), max_length=200)

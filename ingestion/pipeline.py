@@ -46,7 +46,7 @@ from knowledge.models import (
 
 log = logging.getLogger(__name__)
 EVENT_INTERVAL = 0.3  # seconds between progress events for one run
-PARSER_VERSION = 3  # bump when parsing changes what pages contain: a new index version follows
+PARSER_VERSION = 4  # bump when parsing changes what pages contain: a new index version follows
 
 
 class CancelledError(Exception):
@@ -388,7 +388,9 @@ def _image_vectors(drafts: list[ChunkDraft], version: IndexVersion) -> dict[int,
     """Image and frame chunks in the image embedder's space, by ordinal, where the version has one."""
     if not version.image_dims:
         return {}
-    pictured = [(n, d.image) for n, d in enumerate(drafts) if d.image is not None and d.kind in ("image", "frame")]
+    pictured = [
+        (n, d.image) for n, d in enumerate(drafts) if d.image is not None and d.kind in ("image", "picture", "frame")
+    ]
     if not pictured:
         return {}
     model = image_embedder()

@@ -275,7 +275,9 @@ BM25_B = env_float("PORTAL_BM25_B", 0.75)
 HNSW_EF_SEARCH = env_int("PORTAL_HNSW_EF_SEARCH", 100, minimum=10)
 RETRIEVAL_DEPTH = env_int("PORTAL_RETRIEVAL_DEPTH", 50, minimum=1)
 RERANK_CANDIDATES = min(env_int("PORTAL_RERANK_CANDIDATES", 20, minimum=1), 20)
-RETRIEVAL_WEIGHTS = env_weights("PORTAL_RETRIEVAL_WEIGHTS", {"lexical": 1.0, "dense": 1.0, "image": 1.0})
+RETRIEVAL_WEIGHTS = env_weights(
+    "PORTAL_RETRIEVAL_WEIGHTS", {"lexical": 1.0, "dense": 1.0, "image": 1.0, "pictures": 1.0}
+)
 MEDIA_MIN_SCORE = env_float("PORTAL_MEDIA_MIN_SCORE", 0.5)
 MAX_QUERY_CHARS = env_int("PORTAL_MAX_QUERY_CHARS", 2000, minimum=10)
 # Answering (assistant/answering): passages given to the chat model and their total size

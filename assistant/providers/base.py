@@ -13,8 +13,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from portal.redact import scrub
 
-Role = Literal["embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech"]
-ROLES: tuple[Role, ...] = ("embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech")
+Role = Literal["embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech", "tagging"]
+ROLES: tuple[Role, ...] = ("embedding", "image_embedding", "rerank", "chat", "vision", "ocr", "speech", "tagging")
 
 # An image as a path, or as encoded bytes (PNG, JPEG, WebP...).
 ImageInput = Path | str | bytes
@@ -156,6 +156,32 @@ class VisionModel(Protocol):
     model_id: str
 
     def describe(self, image: ImageInput, prompt: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class Tag:
+    """What a picture shows: a label in English and Chinese, its family (dog for a golden
+    retriever), the model's confidence, and for an object its box in image pixels."""
+
+    en: str
+    zh: str
+    family_en: str
+    family_zh: str
+    score: float
+    box: tuple[float, float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Tags:
+    labels: tuple[Tag, ...]  # the whole picture's classes, best first
+    objects: tuple[Tag, ...]  # objects found in it, with boxes, best first
+
+
+@runtime_checkable
+class PictureTagger(Protocol):
+    model_id: str
+
+    def tag(self, image: ImageInput) -> Tags: ...
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """Per-role model settings from the environment (read by portal/settings.py, so it cannot use them).
 
-For each role ROLE in EMBEDDING, IMAGE_EMBEDDING, RERANK, CHAT, VISION, OCR, SPEECH:
+For each role ROLE in EMBEDDING, IMAGE_EMBEDDING, RERANK, CHAT, VISION, OCR, SPEECH, TAGGING:
 PROVIDER_<ROLE>, MODEL_<ROLE>, BASE_URL_<ROLE>, API_KEY_<ROLE>, DIMS_<ROLE>,
 TIMEOUT_<ROLE> (seconds), THREADS_<ROLE>. Keys and base URLs fall back to the provider's
 shared ones (OPENAI_API_KEY / OPENAI_BASE_URL, DASHSCOPE_API_KEY / DASHSCOPE_BASE_URL).
@@ -24,6 +24,7 @@ PROVIDERS: dict[Role, tuple[str, ...]] = {
     "vision": ("none", "local", "openai", "dashscope"),
     "ocr": ("local",),
     "speech": ("local", "none"),
+    "tagging": ("local", "none"),
 }
 DEFAULT_MODELS: dict[tuple[Role, str], str] = {
     ("embedding", "local"): "multilingual-e5-small-q4",
@@ -31,6 +32,7 @@ DEFAULT_MODELS: dict[tuple[Role, str], str] = {
     ("rerank", "local"): "chat-model-yes-no-judge",
     ("ocr", "local"): "rapidocr-pp-ocr",
     ("speech", "local"): "whisper-base",
+    ("tagging", "local"): "efficientnet-lite3+ssd-mobilenet-v2-coco",
     ("embedding", "openai"): "text-embedding-3-small",
     ("chat", "openai"): "gpt-4o-mini",
     ("vision", "openai"): "gpt-4o-mini",

@@ -18,6 +18,7 @@ from assistant.providers.base import (
     ChatModel,
     ImageEmbedder,
     NotAvailable,
+    PictureTagger,
     Reranker,
     Role,
     SpeechToText,
@@ -41,6 +42,7 @@ IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
     ("vision", "dashscope"): "assistant.providers.dashscope:DashScopeVisionModel",
     ("ocr", "local"): "assistant.providers.local.ocr:LocalOCR",
     ("speech", "local"): "assistant.providers.local.speech:LocalSpeechToText",
+    ("tagging", "local"): "assistant.providers.local.tagger:LocalPictureTagger",
 }
 
 # What to tell a person when a role has no model with the current settings.
@@ -50,6 +52,7 @@ UNAVAILABLE = {
     "vision": "no offline vision model exists; set PROVIDER_VISION=openai or dashscope for image captions",
     "rerank": "reranking is off; set PROVIDER_RERANK=local (the chat model as a judge, slow), http or dashscope",
     "speech": "speech to text is off; set PROVIDER_SPEECH=local (Whisper base, offline)",
+    "tagging": "picture tags are off; set PROVIDER_TAGGING=local (ImageNet and COCO models, offline)",
 }
 
 _instances: dict[Role, object] = {}
@@ -114,6 +117,10 @@ def ocr() -> OCR:
 
 def speech_to_text() -> SpeechToText:
     return cast(SpeechToText, get("speech"))
+
+
+def picture_tagger() -> PictureTagger:
+    return cast(PictureTagger, get("tagging"))
 
 
 def available(role: Role) -> bool:

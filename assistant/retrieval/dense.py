@@ -77,7 +77,7 @@ def search_dense(scope: Scope, vector: Sequence[float], model_id: str, k: int) -
     versions = [v for v in scope.versions if v.embedder_id == model_id and v.dims == len(vector)]
     if not versions:
         return []
-    return _search(statement(scope, versions, "c.embedding", lambda v: v.dims, "", vector, k), k)
+    return search_statement(statement(scope, versions, "c.embedding", lambda v: v.dims, "", vector, k), k)
 
 
 def search_image(scope: Scope, vector: Sequence[float], model_id: str, k: int) -> list[tuple[int, float]]:
@@ -86,7 +86,8 @@ def search_image(scope: Scope, vector: Sequence[float], model_id: str, k: int) -
     if not versions:
         return []
     extra = " AND c.image_embedding IS NOT NULL"
-    return _search(statement(scope, versions, "c.image_embedding", lambda v: v.image_dims or 0, extra, vector, k), k)
+    query = statement(scope, versions, "c.image_embedding", lambda v: v.image_dims or 0, extra, vector, k)
+    return search_statement(query, k)
 
 
 def statement(
@@ -159,7 +160,7 @@ def _global(versions: list[IndexVersion], column: str, dims: int) -> bool:
     return sum(version.chunk_count for version in versions) >= MIN_SHARE * indexed
 
 
-def _search(query: Statement, k: int) -> list[tuple[int, float]]:
+def search_statement(query: Statement, k: int) -> list[tuple[int, float]]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(query.ef_search)])
         cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")

@@ -18,6 +18,7 @@ from assistant.providers.base import ProviderError
 from assistant.retrieval.dense import search_dense, search_image
 from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
 from assistant.retrieval.lexical import search_lexical
+from assistant.retrieval.pictures import search_pictures
 from assistant.retrieval.scope import Scope, scope_for
 from assistant.retrieval.types import CHANNELS, Channel, Hit, SearchResults, Stage
 from knowledge.models import Chunk
@@ -44,7 +45,8 @@ def search(
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     scope = scope or scope_for(user, collection_ids)
-    ranked = _channels(scope, query, channels, max(k, settings.RETRIEVAL_DEPTH), timings)
+    wants_media = media_intent(query) if media is None else media
+    ranked = _channels(scope, query, channels, max(k, settings.RETRIEVAL_DEPTH), timings, wants_media)
     fused = rrf({name: [pk for pk, _score in rows] for name, rows in ranked.items()}, settings.RETRIEVAL_WEIGHTS)
     order = sorted(fused, key=lambda pk: (-fused[pk], pk))[: max(k, settings.RERANK_CANDIDATES)]
     chunks = _load(order, scope)
@@ -60,7 +62,6 @@ def search(
         _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk])
         for pk in final_order[:k]
     )
-    wants_media = media_intent(query) if media is None else media
     top_fused = max((hit.fused for hit in hits), default=0.0)
     attachments = tuple(
         hit for hit in hits if wants_media and hit.is_media and hit.fused >= settings.MEDIA_MIN_SCORE * top_fused
@@ -70,8 +71,10 @@ def search(
 
 
 def _channels(
-    scope: Scope, query: str, channels: Sequence[Channel], depth: int, timings: dict[str, float]
+    scope: Scope, query: str, channels: Sequence[Channel], depth: int, timings: dict[str, float], media: bool
 ) -> dict[str, list[tuple[int, float]]]:
+    """Each channel's ranking; with the media intent, the pictures ranked among themselves
+    too (retrieval.pictures), so that the best of them meet the text pages in the fusion."""
     ranked: dict[str, list[tuple[int, float]]] = {}
     if not query:
         return ranked
@@ -88,6 +91,11 @@ def _channels(
         started = time.perf_counter()
         ranked["dense"] = search_dense(scope, vector, model_id, depth)
         timings["dense"] = embed_ms + (time.perf_counter() - started) * 1000  # the channel's own cost
+    if media and "lexical" in channels:
+        started = time.perf_counter()
+        dense = (model_id, vector) if embedding is not None else ("", None)
+        ranked["pictures"] = search_pictures(scope, query, dense[1], dense[0], depth)
+        timings["pictures"] = (time.perf_counter() - started) * 1000
     if "image" in channels and registry.available("image_embedding"):
         started = time.perf_counter()
         pictures = registry.image_embedder()

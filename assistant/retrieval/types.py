@@ -39,7 +39,7 @@ class Hit:
 
     @property
     def is_media(self) -> bool:
-        return self.kind in ("image", "frame") or self.page_kind in ("image", "video_segment")
+        return self.kind in ("image", "picture", "frame") or self.page_kind in ("image", "video_segment")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import ClassVar, Literal
 
 from django.utils.translation import gettext as _
 
-BlockKind = Literal["heading", "text", "table", "image", "notes", "audio"]
+BlockKind = Literal["heading", "text", "table", "image", "picture", "notes", "audio"]
 PageKind = Literal["pdf_page", "slide", "section", "image", "video_segment", "text_block"]
 BBox = tuple[float, float, float, float]
 

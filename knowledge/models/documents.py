@@ -115,6 +115,7 @@ class Chunk(models.Model):
         TEXT = "text", _("Text")
         TABLE = "table", _("Table")
         IMAGE = "image", _("Image")
+        PICTURE = "picture", _("Picture description")
         SUMMARY = "summary", _("Summary")
         FRAME = "frame", _("Video frame")
         NOTES = "notes", _("Speaker notes")

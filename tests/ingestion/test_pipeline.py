@@ -100,8 +100,16 @@ def test_it_indexes_a_pdf_page_by_page(db, private_collection, embedder, tmp_pat
     assert "vector(384)" in definition
     assert f"index_version_id = {version.pk}" in definition
     chunks = list(Chunk.objects.filter(index_version=version, document=document).order_by("page__number", "ordinal"))
-    assert [c.kind for c in chunks] == ["text", "table", "image", "text"]
-    assert all(c.location["page"] == 1 and c.location["bbox"] for c in chunks)
+    # Each picture also gets its own words (ingestion.pictures): the figure, and the scan on page 2.
+    assert [(c.kind, c.location["page"]) for c in chunks] == [
+        ("text", 1),
+        ("table", 1),
+        ("image", 1),
+        ("picture", 1),
+        ("text", 1),
+        ("picture", 2),
+    ]
+    assert all(c.location["bbox"] for c in chunks)
     assert chunks[0].location["heading_path"] == ["Travel policy 差旅政策"]
     assert len(chunks[0].embedding) == 384
     assert chunks[0].terms["reimbursed"] == 1

