@@ -59,7 +59,7 @@ def test_it_uploads_and_indexes_through_a_real_worker(api, alice, private_collec
     assert b"".join(render.streaming_content).startswith(b"\x89PNG")
     original = api.get(f"/api/documents/{pdf_id}/original/")
     assert "%E5%91%98%E5%B7%A5%E6%89%8B%E5%86%8C.pdf" in original["Content-Disposition"]
-    assert Chunk.objects.filter(document_id=pdf_id).count() == 4
+    assert Chunk.objects.filter(document_id=pdf_id).count() == 6  # 4, and a picture chunk for each picture
     listed = api.get(f"/api/collections/{private_collection.pk}/documents/").json()["results"]
     assert sorted(d["name"] for d in listed) == ["员工手册.pdf", "说明.md"]
 

@@ -126,7 +126,7 @@ def test_it_indexes_a_pdf_page_by_page(db, private_collection, embedder, tmp_pat
     assert stored.bbox == image.location["bbox"]
     assert stored.file.read().startswith(b"\x89PNG")
     run.refresh_from_db()
-    assert (run.status, run.progress, run.counts["chunks_written"]) == ("succeeded", 2, 4)
+    assert (run.status, run.progress, run.counts["chunks_written"]) == ("succeeded", 2, 6)
 
 
 def test_it_does_no_work_for_an_identical_file(db, private_collection, embedder, tmp_path):
