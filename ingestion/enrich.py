@@ -41,13 +41,15 @@ def enrich(parsed: ParsedPage, *, language: str = "en") -> ParsedPage:
     for block in parsed.blocks:
         if block.kind == "image" and block.image is not None:
             rgb = _pixels(block.image)
-            whole = block.image == parsed.render and parsed.needs_ocr  # a picture file: the page's OCR reads it
-            read = not whole and (block.read_text or pictures.holds_text(rgb))
+            # A picture file, or a picture on a page the OCR reads whole (a scan): read once, there.
+            whole = parsed.needs_ocr
+            read = block.read_text or (not whole and pictures.holds_text(rgb))
             blocks.append(_read_image(block, language, read))
             taken = str(parsed.meta.get("taken_at") or "")
             blocks.append(
                 replace(
-                    _picture(block.image, rgb, block.bbox, taken, read or whole),
+                    # The OCR lines of the picture, where it was read (a picture file's are the page's).
+                    _picture(block.image, rgb, block.bbox, taken, read or block.image == parsed.render),
                     t_start=block.t_start,
                     t_end=block.t_end,
                 )

@@ -189,26 +189,6 @@ def test_with_tagging_off_a_photo_is_still_described_by_kind_and_colour(private_
 
 
 @pytest.mark.django_db
-def test_a_photo_is_not_buried_under_pages_that_talk_about_its_subject(private_collection, alice, settings):
-    """Thirty sections on ladybugs outrank a twenty-word description in both text channels;
-    the picture channel ranks the pictures among themselves, so the photo meets them."""
-    sections = "".join(
-        f"## Ladybugs {n}\n\nThe ladybug eats aphids; a ladybug photo from plot {n} is in the garden log.\n\n"
-        for n in range(30)
-    )
-    ingest(private_collection, "garden.md", f"# Garden log\n\n{sections}".encode())
-    document = ingest(private_collection, "LadyBird.jpg", (EVAL / "en/ladybird.jpg").read_bytes())
-    (picture,) = Chunk.objects.filter(document=document, kind="picture")
-    question = "Show me the photo of a ladybug on a green leaf"
-    results = search(alice, question, k=5)
-    assert picture.pk in [hit.chunk_id for hit in results.hits[:3]]
-    assert results.attachments[0].chunk_id == picture.pk
-    settings.RETRIEVAL_WEIGHTS = {**settings.RETRIEVAL_WEIGHTS, "pictures": 0.0}
-    without = search(alice, question, k=5)
-    assert picture.pk not in [hit.chunk_id for hit in without.hits[:3]]
-
-
-@pytest.mark.django_db
 def test_a_screenshot_inside_a_page_with_text_is_read_by_the_ocr(private_collection):
     """The numbers of KiCad's constraints dialog exist only in the screenshot's pixels; the page
     around it has a text layer, which used to keep the OCR away."""
