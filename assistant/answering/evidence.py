@@ -125,6 +125,18 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
     if not names:
         return lacking
     pages = Page.objects.filter(document_id__in={source.hit.document_id for source in sources})
-    counts = pages.aggregate(**{f"n{i}": Count("pk", filter=Q(text__icontains=name)) for i, name in enumerate(names)})
+    counts = pages.aggregate(**{f"n{i}": Count("pk", filter=_written(name)) for i, name in enumerate(names)})
     named = {name for i, name in enumerate(names) if counts[f"n{i}"]}
     return [anchor for anchor in lacking if anchor not in named]
+
+
+def _written(name: str) -> Q:
+    """A page that holds the name as `present` would find it: words joined by slashes may be
+    joined otherwise there (INR/USD as inrusd)."""
+    if not SLASHED.fullmatch(normalise(name)):
+        return Q(text__icontains=name)
+    parts = normalise(name).split("/")
+    found = Q(text__icontains=name)
+    for joint in ("", "-", "_", " "):
+        found |= Q(text__icontains=joint.join(parts))
+    return found

@@ -85,6 +85,9 @@ def test_a_name_may_be_anywhere_in_the_document_a_number_only_in_the_passage(pri
     assert evidence.unsupported("Which setting of manual.md hides the panel?", passage) == []  # its own name
     remembered = ["The user works on the Falcon router."]
     assert evidence.unsupported("Is Falcon's panel hidden?", passage, remembered) == []
+    Page.objects.create(document=document, number=3, kind="pdf_page", text="R> merge(inrusd, lag(inrusd, -1))")
+    assert evidence.unsupported("What is the INR/USD rate on the last date?", passage) == []  # page 3's inrusd
+    assert evidence.unsupported("What is the EUR/USD rate on the last date?", passage) == ["EUR/USD"]
 
 
 def test_a_rewrite_that_lost_the_topic_searches_both_questions():
