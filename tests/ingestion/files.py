@@ -6,6 +6,10 @@ import functools
 import io
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from knowledge.models import Collection, Document
 
 CJK_FONTS = [
     Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),
@@ -66,3 +70,20 @@ def handbook_pdf(path: Path) -> Path:
     scan.insert_image(scan.rect, stream=png(600, 850, colour=(235, 235, 230)))
     document.save(path)
     return path
+
+
+def ingest(collection: Collection, name: str, data: bytes) -> Document:
+    """`data` added to `collection` as `name` and indexed in this process by the real pipeline."""
+    from assistant.providers import registry
+    from ingestion.models import IngestionRun
+    from ingestion.pipeline import claim, ingest_document
+    from knowledge import actions
+
+    document, run = actions.do_add_document(collection, name, data, enqueue=False)
+    assert run is not None
+    assert claim(run)
+    ingest_document(run, registry.text_embedder())
+    run.refresh_from_db()
+    assert run.status == IngestionRun.Status.SUCCEEDED, run.error
+    document.refresh_from_db()
+    return document

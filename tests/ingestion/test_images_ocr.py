@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from assistant.providers import registry
-from ingestion.models import DerivedText, IngestionRun
+from ingestion.models import DerivedText
 from ingestion.parsers.base import ParseError, parser_for
-from ingestion.pipeline import claim, ingest_document
 from ingestion.sniff import sniff_bytes
-from knowledge import actions
-from knowledge.models import Chunk, Collection, Document, Page, PageImage
+from knowledge.models import Chunk, Page, PageImage
+from tests.ingestion.files import ingest
 from tests.ingestion.image_files import photo_jpeg, scanned_pdf, text_image
 
 INVOICE = ["Invoice 2024 total 350 yuan", "差旅费用凭发票报销"]
@@ -115,17 +114,6 @@ def ocr(monkeypatch) -> CountingOCR:
     counting = CountingOCR()
     monkeypatch.setattr(registry, "ocr", lambda: counting)
     return counting
-
-
-def ingest(collection: Collection, name: str, data: bytes) -> Document:
-    document, run = actions.do_add_document(collection, name, data, enqueue=False)
-    assert run is not None
-    assert claim(run)
-    ingest_document(run, registry.text_embedder())
-    run.refresh_from_db()
-    assert run.status == IngestionRun.Status.SUCCEEDED, run.error
-    document.refresh_from_db()
-    return document
 
 
 @pytest.mark.django_db

@@ -16,10 +16,9 @@ from assistant.providers import registry
 from assistant.providers.base import Tag, Tags
 from assistant.retrieval.search import search
 from ingestion import pictures
-from ingestion.models import DerivedText, IngestionRun
-from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
-from knowledge.models import Chunk, Collection, Document, PageImage
+from ingestion.models import DerivedText
+from knowledge.models import Chunk, PageImage
+from tests.ingestion.files import ingest
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "files"
 
@@ -138,16 +137,6 @@ def test_the_local_tagger_finds_objects_with_boxes():
         x0, y0, x1, y1 = tag.box
         assert 0 <= x0 < x1 <= width
         assert 0 <= y0 < y1 <= height
-
-
-def ingest(collection: Collection, name: str, data: bytes) -> Document:
-    document, run = actions.do_add_document(collection, name, data, enqueue=False)
-    assert run is not None
-    assert claim(run)
-    ingest_document(run, registry.text_embedder())
-    run.refresh_from_db()
-    assert run.status == IngestionRun.Status.SUCCEEDED, run.error
-    return document
 
 
 @pytest.mark.django_db
