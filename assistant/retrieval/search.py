@@ -85,6 +85,7 @@ def _channels(
         started = time.perf_counter()
         ranked["lexical"] = search_lexical(scope, query, depth)
         timings["lexical"] = (time.perf_counter() - started) * 1000
+    model_id, vector = "", None  # the query's embedding, which the picture channel reuses
     if embedding is not None:
         model_id, vector, embed_ms = embedding.result()
         timings["embed_query"] = embed_ms
@@ -93,8 +94,7 @@ def _channels(
         timings["dense"] = embed_ms + (time.perf_counter() - started) * 1000  # the channel's own cost
     if media and "lexical" in channels:
         started = time.perf_counter()
-        dense = (model_id, vector) if embedding is not None else ("", None)
-        ranked["pictures"] = search_pictures(scope, query, dense[1], dense[0], depth)
+        ranked["pictures"] = search_pictures(scope, query, vector, model_id, depth)
         timings["pictures"] = (time.perf_counter() - started) * 1000
     if "image" in channels and registry.available("image_embedding"):
         started = time.perf_counter()
