@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ingestion import tables
 from ingestion.parsers.base import BBox, Block, ParsedPage, markdown_row
 
 SEPARATORS = ("\n\n", "\n", "。", "！", "？", ".", "!", "?", "；", ";", "，", ",", " ", "")
@@ -152,24 +153,50 @@ def _other_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
         ]
     if not block.text.strip():
         return []  # a table with nothing in it: an empty chunk would only be noise in the index
-    if len(block.text) <= settings.size * 2 or len(block.cells) < 3:
+    return _table_chunks(block, page, path, settings)
+
+
+def _table_chunks(block: Block, page: int, path: tuple[str, ...], settings: ChunkSettings) -> list[ChunkDraft]:
+    """A table as Markdown with its rows said as sentences below it, each carrying its row
+    header and full column path ("AIC — GLM, NB, ML, fm_nbin: 24359.1"): a question about one
+    cell then finds the sentence that names it, and the Markdown keeps the table whole for
+    reading. In the same chunk rather than their own, so a table stays one chunk (or one per
+    group of rows) for citations. A long table: groups of rows, each repeating the header rows
+    so it reads on its own, sized with their sentences."""
+    if not block.cells:
         return [ChunkDraft("table", block.text, page, block.bbox, path)]
-    # A long table: groups of rows, each repeating the header so it reads on its own.
-    header, *rows = block.cells
-    head = markdown_row(header) + "\n" + "|" + "---|" * len(header)
+    depth = tables.header_depth(block.cells)
+    said = {row.index: row.sentence for row in tables.table_rows(block.cells, depth)}
+    # Tables may take twice the text size, and three times with their rows' sentences.
+    limit = settings.size * (3 if said else 2)
+    if len(block.text) + sum(len(s) + 1 for s in said.values()) + 2 <= limit or len(block.cells) <= depth + 1:
+        return [ChunkDraft("table", _with_rows(block.text, list(said.values())), page, block.bbox, path)]
+    header = block.cells[:depth]
+    head = "\n".join([markdown_row(header[0]), "|" + "---|" * len(header[0]), *map(markdown_row, header[1:])])
     drafts: list[ChunkDraft] = []
-    group: list[str] = []
+    lines: list[str] = []
+    sentences: list[str] = []
     length = len(head)
-    for row in rows:
-        line = markdown_row(row)
-        if group and length + len(line) + 1 > settings.size * 2:
-            drafts.append(ChunkDraft("table", head + "\n" + "\n".join(group), page, block.bbox, path))
-            group, length = [], len(head)
-        group.append(line)
-        length += len(line) + 1
-    if group:
-        drafts.append(ChunkDraft("table", head + "\n" + "\n".join(group), page, block.bbox, path))
+    for index in range(depth, len(block.cells)):
+        line, sentence = markdown_row(block.cells[index]), said.get(index, "")
+        grown = len(line) + 1 + (len(sentence) + 1 if sentence else 0)
+        if lines and length + grown + 2 > limit:
+            drafts.append(
+                ChunkDraft("table", _with_rows(head + "\n" + "\n".join(lines), sentences), page, block.bbox, path)
+            )
+            lines, sentences, length = [], [], len(head)
+        lines.append(line)
+        sentences += [sentence] if sentence else []
+        length += grown
+    if lines:
+        drafts.append(
+            ChunkDraft("table", _with_rows(head + "\n" + "\n".join(lines), sentences), page, block.bbox, path)
+        )
     return drafts
+
+
+def _with_rows(markdown: str, sentences: Sequence[str]) -> str:
+    return markdown + "\n\n" + "\n".join(sentences) if sentences else markdown
 
 
 def split_text(text: str, size: int, overlap: int) -> list[tuple[int, int]]:

@@ -46,7 +46,7 @@ from knowledge.models import (
 
 log = logging.getLogger(__name__)
 EVENT_INTERVAL = 0.3  # seconds between progress events for one run
-PARSER_VERSION = 4  # bump when parsing changes what pages contain: a new index version follows
+PARSER_VERSION = 5  # bump when parsing changes what pages contain: a new index version follows
 
 
 class CancelledError(Exception):

@@ -14,7 +14,8 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, register
+from ingestion import tables as grids
+from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table, register
 
 RENDER_DPI = 110  # pictures PyMuPDF cannot extract alone are drawn from the page at this size
 OCR_DPI = 200  # pages the OCR reads are rendered sharper: small print needs the pixels
@@ -23,6 +24,7 @@ OCR_DPI = 200  # pages the OCR reads are rendered sharper: small print needs the
 # is drawn at the dpi that fits. 25 MP is an A0 poster at 130 dpi.
 MAX_RENDER_PIXELS = 25_000_000
 MIN_IMAGE_PX = 64  # smaller images are icons and rules, not content
+MAX_MARK = 24.0  # points: a drawing this small inside an empty table cell is a mark (✓, ●), not a rule
 BAND = 0.06  # top and bottom share of the page where running headers and footers live
 HEADING_RATIO = 1.2  # a line this much larger than the body text is a heading
 MIN_TEXT_CHARS = 20  # fewer characters than this and the page is read by OCR instead
@@ -115,13 +117,17 @@ def _reason(exc: Exception, path: Path) -> str:
 
 def _parse_page(page: Any, number: int) -> ParsedPage:
     width, height = float(page.rect.width), float(page.rect.height)
-    # Table detection follows ruling lines and costs ~90 ms a page: skip pages that draw none.
-    tables = list(page.find_tables().tables) if page.get_cdrawings() else []
+    # Table detection (the layout model, then ruling lines) costs ~90 ms a page: skip pages
+    # that draw nothing. None: PyMuPDF caught an error of its own, the page has no table then.
+    drawings = page.get_cdrawings()
+    found = page.find_tables() if drawings else None
+    tables = list(found.tables) if found is not None else []
     table_boxes = [tuple(table.bbox) for table in tables]
     raw = page.get_text("dict", sort=True)["blocks"]
     texts = [b for b in raw if b.get("type") == 0 and not _inside_any(b["bbox"], table_boxes)]
     texts = [b for b in texts if not _in_band(b, height) and _block_text(b)]
-    blocks = _text_blocks(texts) + [_table_block(table) for table in tables]
+    marks = _marks(drawings, raw)
+    blocks = _text_blocks(texts) + [_table_block(page, table, marks) for table in tables]
     blocks += _image_blocks(page, [b for b in raw if b.get("type") == 1], texts)
     blocks.sort(key=lambda block: (round((block.bbox or (0, 0, 0, 0))[1]), (block.bbox or (0, 0, 0, 0))[0]))
     chars = sum(len(block.text) for block in blocks if block.kind in ("heading", "text", "table"))
@@ -183,9 +189,77 @@ def _text_blocks(raw: list[dict[str, Any]]) -> list[Block]:
     return blocks
 
 
-def _table_block(table: Any) -> Block:
-    rows = tuple(tuple(fold((cell or "").strip()) for cell in row) for row in table.extract())
-    return Block("table", fold(table.to_markdown(clean=False).strip()), bbox=_bbox(table.bbox), cells=rows)
+def _table_block(page: Any, table: Any, marks: list[BBox]) -> Block:
+    """A table as Markdown and cells, from the words inside its box (ingestion.tables: measured
+    against PyMuPDF's own cell text, which merges the rows of a table without ruling lines and
+    splits glyphs where a dotted leader runs); PyMuPDF's cells where the words form no grid.
+    An empty cell with a drawn mark in it says so (grids.DRAWING)."""
+    grid = table_grid(page, table)
+    if grid is None:
+        rows = [[fold((cell or "").strip()) for cell in row] for row in table.extract()]
+        boxes = [[tuple(cell) if cell else (0.0, 0.0, 0.0, 0.0) for cell in row.cells] for row in table.rows]
+        grid = grids.Grid(tuple(map(tuple, rows)), 1, tuple(tuple(map(_bbox, row)) for row in boxes))
+    drawn = grids.drawn_cells(grid, marks)
+    cells = tuple(
+        tuple(grids.DRAWING if (r, c) in drawn else fold(text) for c, text in enumerate(row))
+        for r, row in enumerate(grid.rows)
+    )
+    text = markdown_table(cells) if cells and cells[0] else ""
+    if drawn:
+        text += f"\n({len(drawn)} cells hold a drawn mark, not text: {grids.DRAWING})"
+    return Block("table", text, bbox=_bbox(table.bbox), cells=cells)
+
+
+def table_grid(page: Any, table: Any) -> grids.Grid | None:
+    """The grid that the words inside `table`'s box form, its header rows bounded by the
+    rules drawn there."""
+    x0, y0, x1, y1 = table.bbox
+    words = [w for w in _words(page) if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    rules = [
+        tuple(d["rect"])
+        for d in page.get_cdrawings()
+        if min(d["rect"][2] - d["rect"][0], d["rect"][3] - d["rect"][1]) < 1.5
+        and d["rect"][0] < x1
+        and d["rect"][2] > x0
+        and y0 - 2 <= d["rect"][1] <= y1 + 2
+    ]
+    return grids.grid_from_words(words, tuple(table.bbox), rules)
+
+
+def _words(page: Any) -> list[grids.Word]:
+    """The page's words from its characters, split at spaces and gaps only. PyMuPDF's own
+    words also split at control characters, and TeX's T1 fonts type the en dash of "50–54" as
+    one (fold): its words would read "50" and "54"."""
+    words: list[grids.Word] = []
+    for block in page.get_text("rawdict")["blocks"]:
+        for line in block.get("lines", []):
+            chars = [char for span in line["spans"] for char in span["chars"]]
+            word: list[dict[str, Any]] = []
+            for char in [*chars, None]:
+                gap = (
+                    char is not None
+                    and word
+                    and char["bbox"][0] - word[-1]["bbox"][2] > 0.15 * (char["bbox"][3] - char["bbox"][1])
+                )
+                if char is None or char["c"].isspace() or gap:
+                    if word:
+                        text = fold("".join(c["c"] for c in word)).strip()
+                        box = (word[0]["bbox"][0], min(c["bbox"][1] for c in word), word[-1]["bbox"][2])
+                        words += [(*box, max(c["bbox"][3] for c in word), text)] if text else []
+                    word = []
+                if char is not None and not char["c"].isspace():
+                    word.append(char)
+    return words
+
+
+def _marks(drawings: list[dict[str, Any]], raw: list[dict[str, Any]]) -> list[BBox]:
+    """Small drawings and images: check marks, dots and symbols drawn rather than typed."""
+    boxes = [d["rect"] for d in drawings] + [b["bbox"] for b in raw if b.get("type") == 1]
+    return [
+        _bbox(box)
+        for box in boxes
+        if max(box[2] - box[0], box[3] - box[1]) <= MAX_MARK and min(box[2] - box[0], box[3] - box[1]) >= 1.5
+    ]
 
 
 def _image_blocks(page: Any, images: list[dict[str, Any]], texts: list[dict[str, Any]]) -> list[Block]:

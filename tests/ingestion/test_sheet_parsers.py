@@ -135,7 +135,7 @@ def test_it_chunks_a_long_page_into_tables_that_each_start_with_the_header(tmp_p
     assert all(chunk.kind == "table" for chunk in chunks)
     assert all(chunk.text.startswith("|编号|城市|说明|\n|---|---|---|\n") for chunk in chunks)
     assert all(chunk.heading_path == ("明细", "rows 202–401") for chunk in chunks)
-    rows = [line for chunk in chunks for line in chunk.text.split("\n")[2:]]
+    rows = [line for chunk in chunks for line in chunk.text.split("\n\n")[0].split("\n")[2:]]
     assert [line.split("|")[1] for line in rows] == [str(number) for number in range(201, 401)]
 
 
