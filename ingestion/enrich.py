@@ -22,7 +22,7 @@ from typing import Any
 
 from assistant.providers import registry
 from assistant.providers.base import ProviderError, Tag, Tags
-from ingestion import pictures
+from ingestion import pictures, reading_order
 from ingestion.models import DerivedText
 from ingestion.parsers.base import BBox, Block, ParsedPage
 
@@ -70,8 +70,9 @@ def _read_image(block: Block, language: str, read: bool) -> Block:
     if registry.available("vision"):
         parts.append(_caption(block.image, language))
     if read:
-        lines = _ocr(block.image)
-        parts.append("\n".join(text for text, _box in lines))
+        lines = reading_order.order(_ocr(block.image))
+        sign = reading_order.is_sign(lines)
+        parts.append("\n".join(text for line in lines for text in reading_order.readings(line, sign=sign)))
     text = "\n".join(part.strip() for part in parts if part and part.strip())
     return replace(block, text=text)
 
@@ -113,9 +114,10 @@ def _tags(image: bytes) -> Tags | None:
 
 
 def _ocr_page(parsed: ParsedPage) -> list[Block]:
-    """Each line the OCR reads on the page render, with its box in page units."""
+    """Each line the OCR reads on the page render, in reading order (ingestion.reading_order),
+    with its box in page units; a short CJK line on a sign also carries its reverse."""
     assert parsed.render is not None
-    lines = _ocr(parsed.render)
+    lines = reading_order.order(_ocr(parsed.render))
     if not lines:
         return []
     from PIL import Image
@@ -123,7 +125,11 @@ def _ocr_page(parsed: ParsedPage) -> list[Block]:
     with Image.open(io.BytesIO(parsed.render)) as picture:
         pixels_wide = picture.width
     scale = (parsed.width or pixels_wide) / pixels_wide
-    return [Block("text", text, bbox=_scaled(box, scale)) for text, box in lines]
+    sign = reading_order.is_sign(lines)
+    return [
+        Block("text", "\n".join(reading_order.readings(line, sign=sign)), bbox=_scaled(line[1], scale))
+        for line in lines
+    ]
 
 
 def _scaled(box: BBox, scale: float) -> BBox:
@@ -132,7 +138,8 @@ def _scaled(box: BBox, scale: float) -> BBox:
 
 
 def _ocr(image: bytes) -> list[tuple[str, BBox]]:
-    """Lines of text in the image, top to bottom, with their pixel boxes."""
+    """Lines of text in the image as the OCR returns them (top to bottom), with their pixel
+    boxes; the cache keeps them so, and reading_order orders them after it."""
 
     def read() -> Any:
         result = registry.ocr().read(image)
