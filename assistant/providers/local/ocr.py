@@ -92,6 +92,7 @@ def _read(engine: Any, bgr: Any) -> list[tuple[str, tuple[tuple[float, float], .
         if scores[m] > scores[n]:
             texts[n], scores[n] = texts[m], scores[m]
     boxes = map_boxes_to_original(detected.boxes, op_record, height, width)
+    texts, scores = texts[: len(crops)], scores[: len(crops)]
     return [
         (str(text), tuple((float(x), float(y)) for x, y in box.tolist()), score)
         for box, text, score in zip(boxes, texts, scores, strict=True)
