@@ -3,6 +3,12 @@ header-path accuracy and seconds per page for each, writes bench/results/tables.
 bench/results/tables.png.
 
     .venv/bin/python bench/tables.py            # about a minute on 2 cores
+    .venv/bin/python bench/tables.py --keys <questions.jsonl> --collection <id> --out <file.json>
+
+--keys: for each question, whether its answer keys appear in the text of the top 5 chunks that
+retrieval (fused channels, no rerank) returns from the collection, searched as its owner;
+needs the database (DATABASE_URL) and the embedder. It imports nothing of ingestion.tables, so
+that it runs on a checkout from before tables were read cell by cell too.
 
 The gold cells are in bench/tables-gold.json (files from eval/files/). A strategy gets credit
 for a gold row's cells it returns whole and in order in one row (cell accuracy), and for a
@@ -24,8 +30,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-from ingestion import tables  # noqa: E402
 
 GOLD = ROOT / "bench" / "tables-gold.json"
 EVAL_FILES = ROOT / "eval" / "files"
@@ -123,6 +127,8 @@ def row_credit(gold: list[str], found: Tables) -> int:
 
 
 def path_found(cell: dict[str, Any], found: Tables) -> bool:
+    from ingestion import tables
+
     for rows, depth in found:
         for row in tables.table_rows(rows, depth):
             if not all(norm(part) in norm(row.label) for part in cell["row"]):
@@ -195,7 +201,37 @@ def plot(report: dict[str, Any], path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
+def keys_in_top(questions: Path, collection: int, k: int = 5) -> dict[str, Any]:
+    import os
+
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+    django.setup()
+    from assistant.answering.evaluation import holds
+    from assistant.answering.values import normalise
+    from assistant.retrieval.search import search
+    from knowledge.models import Collection
+
+    owner = Collection.objects.get(pk=collection).owner_user
+    found: dict[str, Any] = {}
+    for line in questions.read_text(encoding="utf-8").splitlines():
+        question = json.loads(line)
+        hits = search(owner, question["question"], collection_ids=[collection], k=k, rerank=False).hits[:k]
+        text = normalise("\n".join(hit.text for hit in hits))
+        keys = [tuple(key) if isinstance(key, list) else (key,) for key in question["keys"]]
+        found[question["id"]] = all(holds(text, key) for key in keys)
+    held = sum(found.values())
+    print(f"answer keys in the top {k} chunks: {held}/{len(found)} questions")
+    return {"k": k, "held": held, "questions": len(found), "per_question": found}
+
+
 def main() -> None:
+    if "--keys" in sys.argv:
+        args = dict(zip(sys.argv[1::2], sys.argv[2::2], strict=False))
+        report = keys_in_top(Path(args["--keys"]), int(args["--collection"]))
+        Path(args["--out"]).write_text(json.dumps(report, indent=2), encoding="utf-8")
+        return
     report = run()
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "tables.json").write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
