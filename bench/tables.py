@@ -208,12 +208,18 @@ def keys_in_top(questions: Path, collection: int, k: int = 5) -> dict[str, Any]:
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
     django.setup()
+    from django.contrib.auth import get_user_model
+
     from assistant.answering.evaluation import holds
     from assistant.answering.values import normalise
     from assistant.retrieval.search import search
     from knowledge.models import Collection
 
+    # A team's collection has no owning user: search as the first superuser, as evaluate does.
     owner = Collection.objects.get(pk=collection).owner_user
+    owner = owner or get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
+    if owner is None:
+        raise SystemExit(f"Collection {collection} has no owner and there is no superuser to search as.")
     found: dict[str, Any] = {}
     for line in questions.read_text(encoding="utf-8").splitlines():
         question = json.loads(line)
