@@ -1,17 +1,17 @@
 """OCR offline: RapidOCR (PP-OCR models inside the package) on onnxruntime, zh + en.
 
-PP-OCR's detector finds vertical columns of CJK text, but its recogniser reads horizontal
-lines: RapidOCR turns a tall crop a quarter turn and the recogniser then reads characters
-lying on their side (on a vertical page, 6 of 12 columns came back empty and the rest
-mostly garbled). Here a tall crop is also cut into its characters, which are laid side by
-side upright, and read again; the reading with the higher confidence is kept, so a rotated
-Latin word (a chart's axis label) still reads as before. docs/ocr.md has the figures.
+PP-OCR's detector finds vertical columns of CJK text; RapidOCR turns each tall crop a
+quarter turn to the left, and then its direction classifier turns most of them upside down
+(it was trained on horizontal lines), so on a page of vertical Chinese 6 of 12 columns came
+back empty and the rest garbled. The recogniser itself reads the characters lying on their
+side well (366 of 366). So a tall crop the classifier turned is also read as it was, and the
+reading with the higher confidence is kept: a label turned the other way (a chart's axis)
+still reads as before. docs/ocr.md has the figures and the other way tried.
 """
 
 from __future__ import annotations
 
 import io
-import itertools
 import threading
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ class LocalOCR:
 
 def _read(engine: Any, bgr: Any) -> list[tuple[str, tuple[tuple[float, float], ...], float]]:
     """RapidOCR's own steps (rapidocr 3.10: preprocess, detect and crop, direction, recognise,
-    map the boxes back), with a second, upright candidate for each tall crop."""
+    map the boxes back), with a second candidate for each tall crop the classifier turned."""
     import numpy as np
     from rapidocr.main import RapidOCRError
     from rapidocr.utils.process_img import map_boxes_to_original
@@ -75,20 +75,11 @@ def _read(engine: Any, bgr: Any) -> list[tuple[str, tuple[tuple[float, float], .
         crops, detected = engine.detect_and_crop(img, op_record)
     except RapidOCRError:  # nothing that looks like text
         return []
-    tall = [n for n, box in enumerate(detected.boxes) if _is_tall(box)]
-    # RapidOCR turned each tall crop a quarter turn to the left; turn it back to cut it.
-    strips = [upright_strip(np.rot90(crops[n], k=-1)) for n in tall]
-    turned, _ = engine.cls_and_rotate(crops)
-    # The strips skip the direction classifier: they are upright by construction, and it
-    # turned some of them upside down (2 of 12 columns on the vertical test page).
-    candidates = list(turned) + [strip for strip in strips if strip is not None]
-    recognised = engine.recognize_txt(candidates)
+    turned, _ = engine.cls_and_rotate(crops)  # works on copies: `crops` stay as cut
+    second = [n for n, box in enumerate(detected.boxes) if _is_tall(box) and not np.array_equal(turned[n], crops[n])]
+    recognised = engine.recognize_txt(list(turned) + [crops[n] for n in second])
     texts, scores = list(recognised.txts), [float(score) for score in recognised.scores]
-    extra = iter(range(len(crops), len(candidates)))
-    for n, strip in zip(tall, strips, strict=True):
-        if strip is None:
-            continue
-        m = next(extra)
+    for m, n in enumerate(second, start=len(crops)):
         if scores[m] > scores[n]:
             texts[n], scores[n] = texts[m], scores[m]
     boxes = map_boxes_to_original(detected.boxes, op_record, height, width)
@@ -107,76 +98,3 @@ def _is_tall(box: Any) -> bool:
     width = max(np.linalg.norm(box[0] - box[1]), np.linalg.norm(box[2] - box[3]))
     height = max(np.linalg.norm(box[0] - box[3]), np.linalg.norm(box[1] - box[2]))
     return bool(width > 0 and height / width >= TALL)
-
-
-def upright_strip(column: Any) -> Any:
-    """A vertical column of text (a BGR crop, characters upright, read top to bottom) as one
-    horizontal line: cut where rows hold no ink, join the pieces into characters about as
-    tall as the ink is wide, and lay them left to right. None where there is no ink."""
-    import numpy as np
-
-    gray = column.mean(axis=2) if column.ndim == 3 else column.astype(float)
-    background = float(np.median(gray))
-    spread = float(gray.max() - gray.min())
-    if spread < 32:
-        return None
-    ink = np.abs(gray - background) > spread / 3
-    rows = np.flatnonzero(ink.any(axis=1))
-    cols = np.flatnonzero(ink.any(axis=0))
-    if rows.size == 0:
-        return None
-    size = int(cols[-1] - cols[0] + 1)  # a character is about as tall as the column's ink is wide
-    weight = ink.sum(axis=1)
-    cells: list[list[int]] = []
-    for start, end in _runs(weight > 0):
-        if cells and end - cells[-1][0] <= 1.15 * size and start - cells[-1][1] < 0.25 * size:
-            cells[-1][1] = end
-        else:
-            cells.append([start, end])
-    cells = [piece for start, end in cells for piece in _split(weight, start, end, size)]
-    pad = max(2, size // 6)
-    tallest = max(end - start for start, end in cells)
-    pieces = [column[start:end] for start, end in cells]
-    out = np.full(
-        (tallest + 2 * pad, sum(piece.shape[1] for piece in pieces) + pad * (len(pieces) + 1), 3),
-        np.uint8(background),
-        dtype=np.uint8,
-    )
-    x = pad
-    for piece in pieces:
-        top = pad + (tallest - piece.shape[0]) // 2
-        out[top : top + piece.shape[0], x : x + piece.shape[1]] = piece if piece.ndim == 3 else piece[:, :, None]
-        x += piece.shape[1] + pad
-    return out
-
-
-def _split(weight: Any, start: int, end: int, size: int) -> list[list[int]]:
-    """A run of rows holding several touching characters (bold type, tight setting), cut
-    into as many as its height holds, each cut at the row with the least ink near where
-    the characters should meet."""
-    count = round((end - start) / size)
-    if count < 2:
-        return [[start, end]]
-    pitch = (end - start) / count
-    cuts = [start]
-    for n in range(1, count):
-        near = int(start + n * pitch)
-        low, high = max(cuts[-1] + 1, near - size // 4), min(end - 1, near + size // 4)
-        cuts.append(low + int(weight[low : high + 1].argmin()) if high > low else near)
-    cuts.append(end)
-    return [[a, b] for a, b in itertools.pairwise(cuts) if b > a]
-
-
-def _runs(flags: Any) -> list[tuple[int, int]]:
-    """[start, end) of each run of True."""
-    runs: list[tuple[int, int]] = []
-    start = None
-    for n, flag in enumerate(flags.tolist()):
-        if flag and start is None:
-            start = n
-        elif not flag and start is not None:
-            runs.append((start, n))
-            start = None
-    if start is not None:
-        runs.append((start, len(flags)))
-    return runs
