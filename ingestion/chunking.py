@@ -165,8 +165,8 @@ def _table_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
     so it reads on its own, sized with their sentences."""
     if not block.cells:
         return [ChunkDraft("table", block.text, page, block.bbox, path)]
-    depth = tables.header_depth(block.cells)
-    said = {row.index: row.sentence for row in tables.table_rows(block.cells, depth)}
+    depth = block.header_rows or tables.header_depth(block.cells)
+    said = {row.index: row.sentence for row in tables.table_rows(block.cells, block.header_rows or None)}
     # Tables may take twice the text size, and three times with their rows' sentences.
     limit = settings.size * (3 if said else 2)
     if len(block.text) + sum(len(s) + 1 for s in said.values()) + 2 <= limit or len(block.cells) <= depth + 1:

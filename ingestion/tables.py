@@ -23,7 +23,7 @@ from dataclasses import dataclass
 DRAWING = "[drawing]"
 NUMBER = re.compile(r"^[\[(<>≤≥~±+\-−–]*[$€£¥]?\d[\d.,:/ ]*%?[\])*†‡a-z]?$")
 WORD_GAP = 0.6  # words closer than this share of the line height belong to one cell
-MAX_HEADER_ROWS = 4
+MAX_HEADER_ROWS = 6
 CENTRED = 2.5  # points: a header label whose middle is this close to a run of columns' spans them
 LEADERS = re.compile(r"(?:\s*[.·…]){3,}\s*$")  # dotted leaders after a row label
 
@@ -226,7 +226,7 @@ def _header_rows(rows: list[list[str]], spans: list[tuple[float, float]], rules:
     horizontals = sorted(r[1] for r in rules if abs(r[3] - r[1]) < 1.5 and r[2] - r[0] >= 0.5 * width)
     below_first = [y for y in horizontals if y > spans[0][1] - 1]
     if below_first:
-        above = sum(1 for top, _bottom in spans if top < below_first[0])
+        above = sum(1 for _top, bottom in spans if bottom <= below_first[0] + 1)
         if 1 <= above <= MAX_HEADER_ROWS and above < len(rows):
             return above
     return header_depth(rows)
@@ -307,18 +307,27 @@ def _spread(
 # -- rows as sentences -----------------------------------------------------------------------
 
 
-def column_paths(rows: Sequence[Sequence[str]], depth: int) -> list[str]:
-    """Each column's headers from the top, repeats dropped: "GLM, Poisson, ML, fm_pois"."""
+def column_paths(rows: Sequence[Sequence[str]], depth: int, *, inferred: bool = False) -> list[str]:
+    """Each column's headers from the top, repeats dropped: "GLM, Poisson, ML, fm_pois".
+    `inferred`: the header rows were guessed from the cells, so only the last one and those
+    above it that span columns (a label repeated over its columns, as merged cells read) make
+    the path; notes written above a sheet's header do not."""
     width = max((len(row) for row in rows), default=0)
+    levels = [row for index, row in enumerate(rows[:depth]) if not inferred or index == depth - 1 or _spans(row)]
     paths = []
     for column in range(width):
         parts: list[str] = []
-        for row in rows[:depth]:
+        for row in levels:
             text = row[column].strip() if column < len(row) else ""
             if text and (not parts or parts[-1] != text):
                 parts.append(text)
         paths.append(", ".join(parts))
     return paths
+
+
+def _spans(row: Sequence[str]) -> bool:
+    values = [cell.strip() for cell in row[1:]]
+    return any(a and a == b for a, b in itertools.pairwise(values))
 
 
 def table_rows(rows: Sequence[Sequence[str]], depth: int | None = None) -> list[Row]:
@@ -332,9 +341,10 @@ def table_rows(rows: Sequence[Sequence[str]], depth: int | None = None) -> list[
     (R's ftable and census tables stack "Male" and "Female" blocks that way)."""
     if not rows:
         return []
+    inferred = depth is None
     depth = header_depth(rows) if depth is None else depth
     header = [list(row) for row in rows[:depth]]
-    paths = column_paths(header, depth)
+    paths = column_paths(header, depth, inferred=inferred)
     group, previous = "", ""
     titles = [row[0].strip() for row in header[:-1] if row[0].strip() and not any(c.strip() for c in row[1:])]
     # Stacked blocks: the header's first cell names the first block, each repeat the next one.

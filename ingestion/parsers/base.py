@@ -34,6 +34,7 @@ class Block:
     bbox: BBox | None = None  # in page points (PDF) or None where a format has no geometry
     level: int = 0  # heading level, 1 = top
     cells: tuple[tuple[str, ...], ...] = ()  # a table's rows
+    header_rows: int = 0  # how many of `cells` head the table; 0: inferred from the cells
     image: bytes | None = field(default=None, repr=False)  # an image block's PNG
     # An image whose words OCR should read (photos, scans, slides' pictures, video frames).
     read_text: bool = False

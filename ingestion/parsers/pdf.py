@@ -207,7 +207,7 @@ def _table_block(page: Any, table: Any, marks: list[BBox]) -> Block:
     text = markdown_table(cells) if cells and cells[0] else ""
     if drawn:
         text += f"\n({len(drawn)} cells hold a drawn mark, not text: {grids.DRAWING})"
-    return Block("table", text, bbox=_bbox(table.bbox), cells=cells)
+    return Block("table", text, bbox=_bbox(table.bbox), cells=cells, header_rows=grid.header_rows)
 
 
 def table_grid(page: Any, table: Any) -> grids.Grid | None:
