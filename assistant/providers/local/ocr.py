@@ -1,12 +1,12 @@
 """OCR offline: RapidOCR (PP-OCR models inside the package) on onnxruntime, zh + en.
 
 PP-OCR's detector finds vertical columns of CJK text; RapidOCR turns each tall crop a
-quarter turn to the left, and then its direction classifier turns most of them upside down
-(it was trained on horizontal lines), so on a page of vertical Chinese 6 of 12 columns came
-back empty and the rest garbled. The recogniser itself reads the characters lying on their
-side well (366 of 366). So a tall crop the classifier turned is also read as it was, and the
-reading with the higher confidence is kept: a label turned the other way (a chart's axis)
-still reads as before. docs/ocr.md has the figures and the other way tried.
+quarter turn to the left, and its direction classifier then turns most of them upside
+down, so on a page of vertical Chinese most columns came back empty or garbled. The
+recogniser itself reads the characters lying on their side well (366 of 366 on that page).
+So a tall crop the classifier turned is also read as it was cut, and the reading with the
+higher confidence is kept; a label that really is the other way up (a chart's axis) keeps
+the classifier's reading. docs/ocr.md has the figures and the other way tried.
 """
 
 from __future__ import annotations
