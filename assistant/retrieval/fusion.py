@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 
 RRF_K = 60
+# Asking to see something, or what a thing looks like: a picture, a scan, a video, a colour.
 MEDIA_WORDS = re.compile(
-    r"图片|图像|照片|相片|海报|截图|示意图|长什么样|什么样子|视频|录像|录屏|影片|画面"
-    r"|\b(?:photos?|pictures?|images?|posters?|screenshots?|diagrams?|videos?|recordings?|clips?|footage"
-    r"|look(?:s)? like|show me)\b",
+    r"图片|图像|照片|相片|海报|截图|示意图|插图|配图|扫描|长什么样|什么样子|什么颜色|啥颜色|视频|录像|录屏|影片|画面"
+    r"|[一那这]张[^，。？！,.?!]{0,24}图"
+    r"|\b(?:photo(?:graph)?s?|pictures?|images?|posters?|screenshots?|diagrams?|portraits?|scanned|scans? of"
+    r"|snapshots?|videos?|recordings?|clips?|footage|look(?:s)? like|show me|what colou?rs? (?:is|are|was|were))\b",
     re.IGNORECASE,
 )
 

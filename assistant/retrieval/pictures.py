@@ -6,11 +6,22 @@ compete with every page of a 300-page manual for "the photo of the ladybug", and
 Both text channels, over media chunks only: terms weighted by how rare they are among the
 scope's pictures ("photo" is in every description and counts for almost nothing there,
 "ladybug" in one), and the dense channel restricted to the same chunks; the two lists are
-fused by reciprocal rank like the main channels."""
+fused by reciprocal rank like the main channels.
+
+Rank fusion alone still buries a picture: its best is one channel's first place, 1/61, while
+a page that both text channels find at rank 20 scores 2/80. So each picture also gets a
+calibrated score, its **match**: the share of the question's weight that its words hold,
+each of the question's terms weighted by its idf among the pictures, a term no picture has
+weighing most. The words that only ask to see something ("show me", "photo", 照片) are left
+out of that weight. A picture whose match reaches PORTAL_PICTURE_MATCH is what the question
+asks for: search puts it first, ahead of the text (search._promoted)."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -18,13 +29,37 @@ from assistant.retrieval.dense import search_statement, statement
 from assistant.retrieval.fusion import rrf
 from assistant.retrieval.lexical import query_terms
 from assistant.retrieval.scope import Scope
+from ingestion.pictures import COLOURS
 
 MEDIA_KINDS = ("image", "picture", "frame")
 MEDIA_ONLY = " AND c.kind IN ('image', 'picture', 'frame')"
 
-# Each query term's idf among the scope's media chunks, and each media chunk's sum of the idfs
-# of the terms it holds. Media chunks are few (a picture has one or two), so they are read by
-# version and tested one by one.
+# Terms (as ingestion.terms cuts them) that ask to see a picture, or that any request carries,
+# rather than say what the picture shows: they count for nothing in a picture's match.
+REQUEST_TERMS = frozenset(
+    (  # noqa: SIM905 (readable lines, not a hundred quoted words)
+        "show find see look looks like give want need have has any some there please get display "
+        "photo photos photograph photographs picture pictures image images pic pics screenshot screenshots "
+        "poster posters portrait portraits scan scanned scans diagram diagrams video videos clip clips "
+        "找 找找 一张 张 一幅 幅 有没有 没有 有 给 看 看看 看下 一下 显示 查找 搜索 那张 这张 里 中 "
+        "照片 相片 图片 图像 图 截图 海报 扫描 示意图 视频 录像 画面 样子 长什么样 什么样"
+    ).split()
+)
+
+# The colour words of the descriptions (ingestion.pictures), as the terms of a question name them.
+COLOUR_TERMS = frozenset(
+    [
+        *COLOURS,
+        *COLOURS.values(),
+        *(name[0] for name in COLOURS.values()),
+        *("gray", "colour", "color", "colours", "colors", "dark", "light", "颜色", "深色", "浅色"),
+    ]
+)
+
+# How many of the scope's media chunks hold each query term, how many there are, and the
+# media chunks that hold any of the terms with the terms they hold, best first by the idf they
+# hold. Media chunks are few (a picture has one or two), so they are read by version and tested
+# one by one.
 LEXICAL = """
 WITH allowed AS MATERIALIZED ({scope}),
 media AS MATERIALIZED (
@@ -32,33 +67,92 @@ media AS MATERIALIZED (
     WHERE c.index_version_id IN (SELECT active_version_id FROM allowed)
       AND c.searchable AND c.kind IN ('image', 'picture', 'frame')
 ),
-wanted AS (SELECT unnest(%s::text[]) AS term),
-df AS (
-    SELECT w.term, count(m.id) AS n FROM wanted w JOIN media m ON m.terms ? w.term GROUP BY w.term
-),
-total AS (SELECT count(*) AS n FROM media)
-SELECT m.id, sum(ln(1 + (total.n - df.n + 0.5) / (df.n + 0.5))) AS score
-FROM media m JOIN df ON m.terms ? df.term CROSS JOIN total
+total AS (SELECT count(*) AS n FROM media),
+df AS MATERIALIZED (
+    SELECT w.term, count(m.id) AS n, ln(1 + (total.n - count(m.id) + 0.5) / (count(m.id) + 0.5)) AS idf
+    FROM unnest(%s::text[]) AS w(term)
+    CROSS JOIN total
+    LEFT JOIN media m ON m.terms ? w.term
+    GROUP BY w.term, total.n
+)
+SELECT m.id, array_agg(df.term) AS held, (SELECT json_object_agg(term, n) FROM df) AS counts,
+    (SELECT n FROM total) AS total
+FROM media m JOIN df ON m.terms ? df.term
 GROUP BY m.id
-ORDER BY score DESC, m.id
+ORDER BY sum(df.idf) DESC, m.id
 LIMIT %s
 """
+# In a picture's match, a term of the question that no picture holds weighs this share of the
+# mean weight of the terms that some picture holds: descriptions say what a tagger can see
+# ("ladybug", "green"), questions also what it cannot ("sitting on a stem"); a full weight
+# would sink every true match, none would let "a ladybug on a tree trunk" match the ladybug on
+# a stem fully. Calibrated by bench/picture_match.py.
+ABSENT_WEIGHT = 0.25
 
 
-def search_pictures(
-    scope: Scope, query: str, vector: Sequence[float] | None, model_id: str, k: int
-) -> list[tuple[int, float]]:
-    """(chunk id, fused score) of the scope's media chunks for `query`, best first, at most k."""
+@dataclass(frozen=True)
+class PictureRanking:
+    """The scope's media chunks for one question, best first: (chunk id, fused score), and each
+    one's match (0 … 1; see the module's docstring)."""
+
+    ranked: list[tuple[int, float]] = field(default_factory=list)
+    match: dict[int, float] = field(default_factory=dict)
+
+
+def search_pictures(scope: Scope, query: str, vector: Sequence[float] | None, model_id: str, k: int) -> PictureRanking:
+    """The scope's media chunks for `query`, at most k, with their match."""
     wanted = query_terms(query)
     lists: dict[str, list[int]] = {}
+    match: dict[int, float] = {}
     if wanted and scope.versions:
-        with connection.cursor() as cursor:
-            cursor.execute(LEXICAL.format(scope=scope.sql), [*scope.params, wanted, k])
-            lists["lexical"] = [int(pk) for pk, _score in cursor.fetchall()]
+        rows, counts, total = held_terms(scope, wanted, k)
+        lists["lexical"] = [pk for pk, _held in rows]
+        weighed = weights(counts, total)
+        match = {pk: coverage(held, weighed) for pk, held in rows}
     if vector is not None:
         versions = [v for v in scope.versions if v.embedder_id == model_id and v.dims == len(vector)]
         if versions:
             dense = statement(scope, versions, "c.embedding", lambda v: v.dims, MEDIA_ONLY, vector, k)
             lists["dense"] = [pk for pk, _score in search_statement(dense, k)]
     fused = rrf(lists, {"lexical": 1.0, "dense": 1.0})
-    return sorted(fused.items(), key=lambda row: (-row[1], row[0]))[:k]
+    ranked = sorted(fused.items(), key=lambda row: (-row[1], row[0]))[:k]
+    return PictureRanking(ranked, {pk: match.get(pk, 0.0) for pk, _score in ranked})
+
+
+def held_terms(scope: Scope, wanted: Sequence[str], k: int) -> tuple[list[tuple[int, list[str]]], dict[str, int], int]:
+    """The k media chunks that hold the most of the `wanted` terms' idf, best first, each with
+    the terms it holds; how many media chunks hold each wanted term; how many there are."""
+    with connection.cursor() as cursor:
+        cursor.execute(LEXICAL.format(scope=scope.sql), [*scope.params, list(wanted), k])
+        rows = cursor.fetchall()
+    if not rows:
+        return [], {}, 0
+    return [(int(pk), list(held)) for pk, held, _counts, _total in rows], _counts(rows[0][2]), int(rows[0][3])
+
+
+def weights(counts: dict[str, int], total: int, absent: float = ABSENT_WEIGHT) -> dict[str, float]:
+    """Each term's weight in a match: its idf among the `total` media chunks, `counts[term]` of
+    which hold it; for a term none holds, `absent` times the mean weight of those some hold (a
+    weight relative to the others, so that it means the same among 5 pictures as among 5,000).
+    The terms that only ask for a picture are left out."""
+    counts = {term: n for term, n in counts.items() if term not in REQUEST_TERMS}
+    held = {term: math.log(1 + (total - n + 0.5) / (n + 0.5)) for term, n in counts.items() if n > 0}
+    mean = sum(held.values()) / len(held) if held else 0.0
+    return {term: held.get(term, absent * mean) for term in counts}
+
+
+def coverage(held: Sequence[str], weights: dict[str, float]) -> float:
+    """The share of the question's weight (see weights) that the terms `held` carry; 0 when they
+    name only colours: a red picture is no answer to "a red giraffe"."""
+    found = set(held) & weights.keys()
+    total = sum(weights.values())
+    if total <= 0 or found <= COLOUR_TERMS:
+        return 0.0
+    return sum(weights[term] for term in found) / total
+
+
+def _counts(value: str | dict[str, int] | None) -> dict[str, int]:
+    """json_object_agg's result: a dict from psycopg, a string from drivers that do not parse
+    JSON."""
+    parsed = json.loads(value) if isinstance(value, str) else value
+    return {str(term): int(n) for term, n in (parsed or {}).items()}

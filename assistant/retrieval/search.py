@@ -18,7 +18,7 @@ from assistant.providers.base import ProviderError
 from assistant.retrieval.dense import search_dense, search_image
 from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
 from assistant.retrieval.lexical import search_lexical
-from assistant.retrieval.pictures import search_pictures
+from assistant.retrieval.pictures import PictureRanking, search_pictures
 from assistant.retrieval.scope import Scope, scope_for
 from assistant.retrieval.types import CHANNELS, Channel, Hit, SearchResults, Stage
 from knowledge.models import Chunk
@@ -46,9 +46,11 @@ def search(
     clock = time.perf_counter()
     scope = scope or scope_for(user, collection_ids)
     wants_media = media_intent(query) if media is None else media
-    ranked = _channels(scope, query, channels, max(k, settings.RETRIEVAL_DEPTH), timings, wants_media)
+    ranked, pictures = _channels(scope, query, channels, max(k, settings.RETRIEVAL_DEPTH), timings, wants_media)
     fused = rrf({name: [pk for pk, _score in rows] for name, rows in ranked.items()}, settings.RETRIEVAL_WEIGHTS)
     order = sorted(fused, key=lambda pk: (-fused[pk], pk))[: max(k, settings.RERANK_CANDIDATES)]
+    promoted = _promoted(pictures)
+    order += [pk for pk in promoted if pk not in order]
     chunks = _load(order, scope)
     order = [pk for pk in order if pk in chunks]
     rules = {pk: _rules(chunk) for pk, chunk in chunks.items()}
@@ -57,6 +59,8 @@ def search(
     reranked, model_id = _rerank(query, order, chunks, ranked) if rerank else ({}, "")
     timings["rerank"] = (time.perf_counter() - stage) * 1000
     final_order, finals = _final(order, fused, reranked, weights)
+    promoted = [pk for pk in promoted if pk in chunks]
+    final_order = promoted + [pk for pk in final_order if pk not in promoted]
     stages = _stages(ranked)
     hits = tuple(
         _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk])
@@ -64,7 +68,11 @@ def search(
     )
     top_fused = max((hit.fused for hit in hits), default=0.0)
     attachments = tuple(
-        hit for hit in hits if wants_media and hit.is_media and hit.fused >= settings.MEDIA_MIN_SCORE * top_fused
+        hit
+        for hit in hits
+        if wants_media
+        and hit.is_media
+        and (hit.chunk_id in promoted or hit.fused >= settings.MEDIA_MIN_SCORE * top_fused)
     )
     timings["total"] = (time.perf_counter() - clock) * 1000
     return SearchResults(query, hits, attachments, wants_media, model_id, timings)
@@ -72,12 +80,14 @@ def search(
 
 def _channels(
     scope: Scope, query: str, channels: Sequence[Channel], depth: int, timings: dict[str, float], media: bool
-) -> dict[str, list[tuple[int, float]]]:
+) -> tuple[dict[str, list[tuple[int, float]]], PictureRanking]:
     """Each channel's ranking; with the media intent, the pictures ranked among themselves
-    too (retrieval.pictures), so that the best of them meet the text pages in the fusion."""
+    too (retrieval.pictures), so that the best of them meet the text pages in the fusion,
+    and their match, which may put them first (_promoted)."""
     ranked: dict[str, list[tuple[int, float]]] = {}
+    pictures = PictureRanking()
     if not query:
-        return ranked
+        return ranked, pictures
     # The query embedding (CPU work in the model's C code, outside Python's lock) runs while
     # PostgreSQL computes the lexical channel: the two overlap instead of adding up.
     embedding = _EMBEDDERS.submit(_embed_query, query) if "dense" in channels else None
@@ -94,14 +104,22 @@ def _channels(
         timings["dense"] = embed_ms + (time.perf_counter() - started) * 1000  # the channel's own cost
     if media and "lexical" in channels:
         started = time.perf_counter()
-        ranked["pictures"] = search_pictures(scope, query, vector, model_id, depth)
+        pictures = search_pictures(scope, query, vector, model_id, depth)
+        ranked["pictures"] = pictures.ranked
         timings["pictures"] = (time.perf_counter() - started) * 1000
     if "image" in channels and registry.available("image_embedding"):
         started = time.perf_counter()
-        pictures = registry.image_embedder()
-        ranked["image"] = search_image(scope, pictures.embed_text(query), pictures.model_id, depth)
+        embedder = registry.image_embedder()
+        ranked["image"] = search_image(scope, embedder.embed_text(query), embedder.model_id, depth)
         timings["image"] = (time.perf_counter() - started) * 1000
-    return ranked
+    return ranked, pictures
+
+
+def _promoted(pictures: PictureRanking) -> list[int]:
+    """The pictures whose match says they are what the question asks to see, best first: they
+    lead the results, whatever the text pages scored (retrieval.pictures)."""
+    sure = [pk for pk, _score in pictures.ranked if pictures.match.get(pk, 0.0) >= settings.PICTURE_MATCH]
+    return sorted(sure, key=lambda pk: -pictures.match[pk])[: settings.PICTURES_PROMOTED]
 
 
 _EMBEDDERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")

@@ -14,6 +14,8 @@ from PIL import Image
 
 from assistant.providers import registry
 from assistant.providers.base import Tag, Tags
+from assistant.retrieval.pictures import search_pictures
+from assistant.retrieval.scope import scope_for
 from assistant.retrieval.search import search
 from ingestion import pictures
 from ingestion.models import DerivedText
@@ -157,6 +159,41 @@ def test_a_photo_without_text_is_indexed_as_a_picture_chunk_and_found_in_both_la
         results = search(alice, question, k=5)
         assert results.hits[0].chunk_id == chunk.pk, question
         assert [hit.chunk_id for hit in results.attachments][:1] == [chunk.pk], question
+
+
+@pytest.mark.django_db
+def test_a_photo_leads_the_results_over_many_pages_that_say_every_word_of_the_question(private_collection, alice):
+    """Rank fusion alone put the photo below every page that both text channels found: here
+    60 chunks, more than each text channel returns, say each word of the question, some that
+    the photo's description lacks ("sitting", "stem"); the photo's match puts it first."""
+    sections = "".join(
+        f"## Part {n}\n\n"
+        + f"Step {n}: show the photo of a ladybug sitting on a green stem, then the ladybug sitting on the stem. " * 4
+        + "\n\n"
+        for n in range(1, 61)
+    )
+    ingest(private_collection, "ladybug-guide.md", f"# Ladybug photo guide\n\n{sections}".encode())
+    for name in ("dune.jpg", "storm.jpg"):
+        ingest(private_collection, name, (EVAL / "en" / name).read_bytes())
+    document = ingest(private_collection, "photo-07.jpg", (EVAL / "en/ladybird.jpg").read_bytes())
+    (chunk,) = Chunk.objects.filter(document=document, kind="picture")
+    question = "Show me the photo of a ladybug sitting on a green stem"
+    results = search(alice, question, k=4)
+    assert results.hits[0].chunk_id == chunk.pk
+    assert results.attachments[0].chunk_id == chunk.pk
+
+
+@pytest.mark.django_db
+def test_a_picture_that_matches_only_a_colour_or_nothing_is_not_put_first(private_collection, alice, settings):
+    for name in ("dune.jpg", "ladybird.jpg"):
+        ingest(private_collection, name, (EVAL / "en" / name).read_bytes())
+    scope = scope_for(alice, None)
+    ladybug = search_pictures(scope, "Show me the photo of a ladybug on a green leaf", None, "", 10)
+    assert max(ladybug.match.values()) >= settings.PICTURE_MATCH
+    for question in ("Show me the photo of a giraffe", "Show me a photo of a green giraffe", "找一张绿色长颈鹿的照片"):
+        pictures = search_pictures(scope, question, None, "", 10)
+        assert pictures.ranked, question  # found by "photo", "green"
+        assert max(pictures.match.values()) < settings.PICTURE_MATCH, question
 
 
 @pytest.mark.django_db
