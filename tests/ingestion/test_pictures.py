@@ -231,3 +231,47 @@ def test_a_screenshot_inside_a_page_with_text_is_read_by_the_ocr(private_collect
     (picture,) = Chunk.objects.filter(document=document, kind="picture")
     assert picture.text.startswith("Screenshot.")
     assert "截图" in picture.text
+
+
+def _awkward(kind: str) -> bytes:
+    """Pictures that are hard to describe, made with Pillow: each must still get its words."""
+    buffer = io.BytesIO()
+    if kind == "one-colour.png":
+        Image.new("RGB", (640, 480), (128, 128, 128)).save(buffer, format="PNG")
+    elif kind == "tiny.png":
+        Image.new("RGB", (16, 16), (200, 30, 30)).save(buffer, format="PNG")
+    elif kind == "animated.gif":
+        frames = [Image.new("P", (120, 90), colour) for colour in (1, 2, 3)]
+        frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], duration=100, loop=0)
+    elif kind == "cmyk.jpg":
+        Image.new("CMYK", (300, 200), (0, 200, 200, 0)).save(buffer, format="JPEG")
+    elif kind == "sixteen-bit.png":
+        ramp = (np.arange(320 * 240, dtype=np.uint32).reshape(240, 320) % 65535).astype(np.uint16)
+        Image.frombytes("I;16", (320, 240), ramp.tobytes()).save(buffer, format="PNG")
+    elif kind == "rotated.jpg":
+        exif = Image.Exif()
+        exif[0x0112] = 6  # Orientation: rotate 90° clockwise to show
+        Image.new("RGB", (400, 200), (30, 60, 200)).save(buffer, format="JPEG", exif=exif)
+    return buffer.getvalue()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "colour"),
+    [
+        ("one-colour.png", "grey"),
+        ("tiny.png", "red"),
+        ("animated.gif", None),
+        ("cmyk.jpg", "red"),
+        ("sixteen-bit.png", None),
+        ("rotated.jpg", "blue"),
+    ],
+)
+def test_awkward_pictures_each_get_a_description(private_collection, name, colour):
+    document = ingest(private_collection, name, _awkward(name))
+    (chunk,) = Chunk.objects.filter(document=document, kind="picture")
+    english, chinese = chunk.text.split("\n")
+    assert english.split(".")[0].lower() in ("photo", "screenshot", "scanned page", "chart or diagram"), chunk.text
+    assert chinese.split("。")[0] in ("照片", "截图", "扫描件", "图表或示意图"), chunk.text
+    if colour is not None:
+        assert f"Colours: {colour}" in english, chunk.text
