@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from assistant.retrieval.types import Hit
+from ingestion import reading_order
 from ingestion.models import DerivedText
 from ingestion.parsers.pdf import fold
 from knowledge.models import Document, Page
@@ -163,7 +164,9 @@ def _ocr_box(page: Page, quote: str, clip: Box | None) -> Box | None:
     with Image.open(io.BytesIO(data)) as picture:  # reads the header only
         pixels_wide = picture.width
     scale = (page.width or pixels_wide) / pixels_wide
-    lines = _Text([(str(text), [float(value) * scale for value in box[:4]]) for text, box in output], clip)
+    # In the order the index reads them (columns, vertical text), so a quote across lines matches.
+    read = reading_order.order([(str(text), (box[0], box[1], box[2], box[3])) for text, box in output])
+    lines = _Text([(text, [float(value) * scale for value in box]) for text, box in read], clip)
     return next((box for box in map(lines.box, _needles(quote)) if box is not None), None)
 
 

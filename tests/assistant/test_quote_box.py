@@ -321,3 +321,31 @@ def test_an_answers_citation_event_carries_its_quotes_box(policies, alice):
     assert inside(box, chunk_box, slack=2)
     assert area(box) < area(chunk_box) / 2
     assert Message.objects.get(pk=events[-1]["message"]).citations[0]["quote_bbox"] == box
+
+
+# Two columns as the OCR returns them, top to bottom across the gutter: a line of each in turn.
+TWO_COLUMNS = [
+    [text, [x0, y, x0 + 130.0, y + 14.0]]
+    for y, pair in zip(
+        (20.0, 40.0, 60.0, 80.0),
+        (
+            ("Expense claims need", "Leave requests go"),
+            ("an invoice and the", "to the team lead"),
+            ("approval of a manager", "two weeks ahead"),
+            ("within thirty days", "of the first day"),
+        ),
+        strict=True,
+    )
+    for x0, text in zip((20.0, 170.0), pair, strict=True)
+]
+
+
+def test_a_quote_across_lines_of_a_column_is_boxed_in_reading_order(private_collection):
+    render = png(320, 120)
+    page = read_page(
+        private_collection, kind="image", original=render, mime="image/png", size=(320, 120), render=render,
+        ocr=TWO_COLUMNS,
+    )  # fmt: skip
+    hit = ocr_hit(page, "Expense claims need an invoice and the approval", [0.0, 0.0, 320.0, 120.0])
+    (cited,) = cite((hit, "need an invoice and the approval of a manager"))
+    assert cited["quote_bbox"] == [20.0, 20.0, 150.0, 74.0]
