@@ -212,9 +212,14 @@ def _table_block(page: Any, table: Any, marks: list[BBox]) -> Block:
 
 def table_grid(page: Any, table: Any) -> grids.Grid | None:
     """The grid that the words inside `table`'s box form, its header rows bounded by the
-    rules drawn there."""
+    rules drawn there; None for a table set sideways (PyMuPDF's cells are used then)."""
     x0, y0, x1, y1 = table.bbox
-    words = [w for w in _words(page) if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    inside = [
+        (w, across) for w, across in _words(page) if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
+    ]
+    words = [w for w, across in inside if across]
+    if len(words) < len(inside) / 2:  # a table set sideways: its lines run down the page
+        return None
     rules = [
         tuple(d["rect"])
         for d in page.get_cdrawings()
@@ -226,13 +231,14 @@ def table_grid(page: Any, table: Any) -> grids.Grid | None:
     return grids.grid_from_words(words, tuple(table.bbox), rules)
 
 
-def _words(page: Any) -> list[grids.Word]:
-    """The page's words from its characters, split at spaces and gaps only. PyMuPDF's own
-    words also split at control characters, and TeX's T1 fonts type the en dash of "50–54" as
-    one (fold): its words would read "50" and "54"."""
-    words: list[grids.Word] = []
+def _words(page: Any) -> list[tuple[grids.Word, bool]]:
+    """The page's words from its characters, split at spaces and gaps only, each with whether
+    its line runs across the page. PyMuPDF's own words also split at control characters, and
+    TeX's T1 fonts type the en dash of "50–54" as one (fold): its words would read "50" and "54"."""
+    words: list[tuple[grids.Word, bool]] = []
     for block in page.get_text("rawdict")["blocks"]:
         for line in block.get("lines", []):
+            across = abs(line["dir"][1]) < 0.1  # written left to right, not turned
             chars = [char for span in line["spans"] for char in span["chars"]]
             word: list[dict[str, Any]] = []
             for char in [*chars, None]:
@@ -245,7 +251,7 @@ def _words(page: Any) -> list[grids.Word]:
                     if word:
                         text = fold("".join(c["c"] for c in word)).strip()
                         box = (word[0]["bbox"][0], min(c["bbox"][1] for c in word), word[-1]["bbox"][2])
-                        words += [(*box, max(c["bbox"][3] for c in word), text)] if text else []
+                        words += [((*box, max(c["bbox"][3] for c in word), text), across)] if text else []
                     word = []
                 if char is not None and not char["c"].isspace():
                     word.append(char)
