@@ -31,7 +31,7 @@ from assistant.management.commands.evaluate import find_user  # noqa: E402
 from assistant.retrieval.evaluation import load_questions  # noqa: E402
 from assistant.retrieval.fusion import media_intent  # noqa: E402
 from assistant.retrieval.lexical import query_terms  # noqa: E402
-from assistant.retrieval.pictures import coverage, held_terms, weights  # noqa: E402
+from assistant.retrieval.pictures import coverage, held_terms, weights, with_forms  # noqa: E402
 from assistant.retrieval.scope import scope_for  # noqa: E402
 from knowledge.models import Chunk  # noqa: E402
 
@@ -52,7 +52,8 @@ def main() -> None:
     for question in load_questions(args.questions):
         if not media_intent(question.question):
             continue
-        found, counts, total = held_terms(scope, query_terms(question.question), TOP)
+        wanted = query_terms(question.question)
+        found, counts, total = held_terms(scope, with_forms(wanted), TOP)
         chunks = Chunk.objects.select_related("document", "page").in_bulk([pk for pk, _held in found])
         pictures = []
         for pk, held in found:
@@ -63,7 +64,7 @@ def main() -> None:
                     "page": chunk.page.number,
                     "gold": (chunk.document.name, chunk.page.number) in question.gold,
                     "held": held,
-                    "match": {str(a): round(coverage(held, weights(counts, total, a)), 3) for a in ABSENT},
+                    "match": {str(a): round(coverage(held, weights(wanted, counts, total, a)), 3) for a in ABSENT},
                 }
             )
         rows.append({"id": question.id, "type": question.type, "lang": question.lang, "pictures": pictures})

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -45,6 +46,8 @@ REQUEST_TERMS = frozenset(
         "照片 相片 图片 图像 图 截图 海报 扫描 示意图 视频 录像 画面 样子 长什么样 什么样"
     ).split()
 )
+
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 # The colour words of the descriptions (ingestion.pictures), as the terms of a question name them.
 COLOUR_TERMS = frozenset(
@@ -105,9 +108,9 @@ def search_pictures(scope: Scope, query: str, vector: Sequence[float] | None, mo
     lists: dict[str, list[int]] = {}
     match: dict[int, float] = {}
     if wanted and scope.versions:
-        rows, counts, total = held_terms(scope, wanted, k)
+        rows, counts, total = held_terms(scope, with_forms(wanted), k)
         lists["lexical"] = [pk for pk, _held in rows]
-        weighed = weights(counts, total)
+        weighed = weights(wanted, counts, total)
         match = {pk: coverage(held, weighed) for pk, held in rows}
     if vector is not None:
         versions = [v for v in scope.versions if v.embedder_id == model_id and v.dims == len(vector)]
@@ -117,6 +120,27 @@ def search_pictures(scope: Scope, query: str, vector: Sequence[float] | None, mo
     fused = rrf(lists, {"lexical": 1.0, "dense": 1.0})
     ranked = sorted(fused.items(), key=lambda row: (-row[1], row[0]))[:k]
     return PictureRanking(ranked, {pk: match.get(pk, 0.0) for pk, _score in ranked})
+
+
+def forms(term: str) -> list[str]:
+    """The term, then the shorter forms a description may use for it: an English plural's
+    singular ("boats": "boat", "buses": "bus", "puppies": "puppy"), and a Chinese word's
+    endings, longest first, where its head noun is ("小狗": "狗", "红色公交车": "公交车", …)."""
+    found = [term]
+    if term.isascii() and term.isalpha() and len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
+        if term.endswith("ies"):
+            found.append(term[:-3] + "y")
+        elif term.endswith(("ses", "xes", "ches", "shes")):
+            found.append(term[:-2])
+        found.append(term[:-1])
+    elif len(term) >= 2 and all(CJK.match(char) for char in term):
+        found += [term[start:] for start in range(1, len(term))]
+    return found
+
+
+def with_forms(wanted: Sequence[str]) -> list[str]:
+    """The wanted terms and all their forms, each once."""
+    return sorted({form for term in wanted for form in forms(term)})
 
 
 def held_terms(scope: Scope, wanted: Sequence[str], k: int) -> tuple[list[tuple[int, list[str]]], dict[str, int], int]:
@@ -130,21 +154,29 @@ def held_terms(scope: Scope, wanted: Sequence[str], k: int) -> tuple[list[tuple[
     return [(int(pk), list(held)) for pk, held, _counts, _total in rows], _counts(rows[0][2]), int(rows[0][3])
 
 
-def weights(counts: dict[str, int], total: int, absent: float = ABSENT_WEIGHT) -> dict[str, float]:
-    """Each term's weight in a match: its idf among the `total` media chunks, `counts[term]` of
-    which hold it; for a term none holds, `absent` times the mean weight of those some hold (a
-    weight relative to the others, so that it means the same among 5 pictures as among 5,000).
-    The terms that only ask for a picture are left out."""
-    counts = {term: n for term, n in counts.items() if term not in REQUEST_TERMS}
-    held = {term: math.log(1 + (total - n + 0.5) / (n + 0.5)) for term, n in counts.items() if n > 0}
+def weights(
+    wanted: Sequence[str], counts: dict[str, int], total: int, absent: float = ABSENT_WEIGHT
+) -> dict[str, float]:
+    """Each of the question's terms' weight in a match, the terms that only ask for a picture
+    left out: the idf among the `total` media chunks of its first form (see forms) that some of
+    them hold (`counts`); for a term none holds in any form, `absent` times the mean weight of
+    those some hold (a weight relative to the others, so that it means the same among 5
+    pictures as among 5,000)."""
+    content = [term for term in dict.fromkeys(wanted) if term not in REQUEST_TERMS]
+    held = {}
+    for term in content:
+        n = next((counts[form] for form in forms(term) if counts.get(form, 0) > 0), 0)
+        if n:
+            held[term] = math.log(1 + (total - n + 0.5) / (n + 0.5))
     mean = sum(held.values()) / len(held) if held else 0.0
-    return {term: held.get(term, absent * mean) for term in counts}
+    return {term: held.get(term, absent * mean) for term in content}
 
 
 def coverage(held: Sequence[str], weights: dict[str, float]) -> float:
-    """The share of the question's weight (see weights) that the terms `held` carry; 0 when they
-    name only colours: a red picture is no answer to "a red giraffe"."""
-    found = set(held) & weights.keys()
+    """The share of the question's weight (see weights) that the terms `held` carry, in any of
+    their forms; 0 when they name only colours: a red picture is no answer to "a red giraffe"."""
+    holding = set(held)
+    found = {term for term in weights if any(form in holding for form in forms(term))}
     total = sum(weights.values())
     if total <= 0 or found <= COLOUR_TERMS:
         return 0.0

@@ -451,3 +451,19 @@ def test_queries_are_embedded_on_one_thread_and_documents_keep_theirs(db):
     assert seen == [local.QUERY_THREADS]
     assert engine._lib.omp_get_max_threads() == before
     assert vector == pytest.approx([float(x) for x in real("北京出差住宿标准")], abs=1e-5)
+
+
+def test_a_pictures_match_counts_a_words_plural_and_a_chinese_words_head_noun():
+    from assistant.retrieval.pictures import coverage, forms, weights
+
+    assert forms("boats") == ["boats", "boat"]
+    assert forms("小狗") == ["小狗", "狗"]
+    assert forms("glass") == ["glass"]
+    counts = {"photo": 40, "boat": 2, "dog": 3, "狗": 3, "sunset": 0, "小狗": 0, "boats": 0}
+    boats = weights(["photo", "boats", "sunset"], counts, 40)
+    assert set(boats) == {"boats", "sunset"}  # "photo" only asks for a picture
+    assert boats["sunset"] == pytest.approx(0.25 * boats["boats"])  # no picture holds it
+    assert coverage(["boat", "photo"], boats) == pytest.approx(1 / 1.25)
+    dogs = weights(["小狗"], counts, 40)
+    assert coverage(["狗"], dogs) == 1.0
+    assert coverage(["绿色", "photo"], weights(["绿色", "长颈鹿"], {"绿色": 5, "长颈鹿": 0}, 40)) == 0.0
