@@ -241,7 +241,7 @@ def header_depth(rows: Sequence[Sequence[str]]) -> int:
         return any(is_value(cell) for cell in row[1:] if cell)
 
     def group(row: Sequence[str]) -> bool:  # a label alone starts the body: "Violent crime"
-        return bool(row[0].strip()) and not any(cell.strip() for cell in row[1:])
+        return bool(row) and bool(row[0].strip()) and not any(cell.strip() for cell in row[1:])
 
     if not any(numeric(row) for row in rows[1:]):
         return 1
@@ -349,7 +349,7 @@ def table_rows(rows: Sequence[Sequence[str]], depth: int | None = None) -> list[
     titles = [row[0].strip() for row in header[:-1] if row[0].strip() and not any(c.strip() for c in row[1:])]
     # Stacked blocks: the header's first cell names the first block, each repeat the next one.
     stacked = any(_repeats_header([c.strip() for c in row], header) for row in rows[depth:])
-    block = header[-1][0].strip() if stacked and header else ""
+    block = header[-1][0].strip() if stacked and header and header[-1] else ""
     found: list[Row] = []
     for index in range(depth, len(rows)):
         cells = [cell.strip() for cell in rows[index]]
