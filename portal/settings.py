@@ -283,7 +283,7 @@ MEDIA_MIN_SCORE = env_float("PORTAL_MEDIA_MIN_SCORE", 0.5)
 # its "match", 0-1) leads the results when the question asks to see something, at most
 # PORTAL_PICTURES_PROMOTED of them; 1.01 turns the promotion off. Calibrated on the public
 # evaluation (bench/README.md).
-PICTURE_MATCH = env_float("PORTAL_PICTURE_MATCH", 0.6)
+PICTURE_MATCH = env_float("PORTAL_PICTURE_MATCH", 0.5)
 PICTURES_PROMOTED = env_int("PORTAL_PICTURES_PROMOTED", 2, minimum=0)
 MAX_QUERY_CHARS = env_int("PORTAL_MAX_QUERY_CHARS", 2000, minimum=10)
 # Answering (assistant/answering): passages given to the chat model and their total size

@@ -35,15 +35,18 @@ from ingestion.pictures import COLOURS
 MEDIA_KINDS = ("image", "picture", "frame")
 MEDIA_ONLY = " AND c.kind IN ('image', 'picture', 'frame')"
 
-# Terms (as ingestion.terms cuts them) that ask to see a picture, or that any request carries,
-# rather than say what the picture shows: they count for nothing in a picture's match.
+# Terms (as ingestion.terms cuts them) that ask to see a picture, or that any request or
+# question carries, rather than say what the picture shows: they count for nothing in a
+# picture's match.
 REQUEST_TERMS = frozenset(
     (  # noqa: SIM905 (readable lines, not a hundred quoted words)
         "show find see look looks like give want need have has any some there please get display "
         "photo photos photograph photographs picture pictures image images pic pics screenshot screenshots "
         "poster posters portrait portraits scan scanned scans diagram diagrams video videos clip clips "
         "找 找找 一张 张 一幅 幅 有没有 没有 有 给 看 看看 看下 一下 显示 查找 搜索 那张 这张 里 中 "
-        "照片 相片 图片 图像 图 截图 海报 扫描 示意图 视频 录像 画面 样子 长什么样 什么样"
+        "照片 相片 图片 图像 图 截图 海报 扫描 示意图 视频 录像 画面 样子 长什么样 什么样 "
+        # and the words of any question, which OCR text in screenshots also holds
+        "多少 几 哪 哪个 哪里 什么 上 下 里 中 内 是 为 写 填 用 说 叫 其中 一个 一只 一些"
     ).split()
 )
 
