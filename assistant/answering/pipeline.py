@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 MAX_ATTACHMENTS = 4
 CLOSEST_PASSAGES = 3  # listed when the portal declines
+MAX_PICTURE_WORDS = 300  # characters of a picture's description an answer shows
 # The judge's P(yes) - P(no) from which a refusal of the model is overruled by a quote of the
 # best passage (_quote_refusal): above the declining threshold, so that a doubtful judgement
 # (a photo with no text, whose passages are about something else) still lets the model refuse.
@@ -332,6 +333,8 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
             quotes = yield from _verified(session, state, sources, language, remembered)
             if steps:
                 quotes |= yield from _every_step_heard(state, sources, steps, language)
+    if not lacking and not steps:
+        yield from _show_picture(state, sources, language)
     used = answers.cited(state.text, len(sources))
     state.abstain = not (sources or state.memories) or answers.abstains(state.text, used)
     inferred = () if state.abstain else answers.attributed(state.text, sources, used)
@@ -430,6 +433,26 @@ def _quote_refusal(state: _State, sources: Sequence[Source], language: Language)
         state.checks["quoted_refusal"] = 1
         state.text = quoted
         yield {"type": "answer.replace", "text": state.text}
+
+
+def _show_picture(state: _State, sources: Sequence[Source], language: Language) -> Iterator[Event]:
+    """A picture whose description matches what the question asks to see leads the passages
+    (retrieval.pictures); when the model (or the judge) would not answer from its few words,
+    the portal shows it: the picture, cited, and what its description says, in the question's
+    language. "Show me the photo of a ladybug" has no other answer than the picture."""
+    if not answers.abstains(state.text, answers.cited(state.text, len(sources))):
+        return
+    picture = next((source for source in sources if source.hit.promoted), None)
+    if picture is None:
+        return
+    lines = [line.strip() for line in picture.hit.text.splitlines() if line.strip()]
+    chinese = [line for line in lines if language_of(line) == "zh"]
+    english = [line for line in lines if line not in chinese]
+    words = " ".join((chinese if language == "zh" else english) or lines)[:MAX_PICTURE_WORDS]
+    log.info("Showed the matching picture instead of a refusal (question %r)", state.session.question[:100])
+    state.checks["picture_shown"] = 1
+    state.text = prompts.picture_found(language, picture.hit.document_name, picture.number, words)
+    yield {"type": "answer.replace", "text": state.text}
 
 
 def _verified(

@@ -120,6 +120,14 @@ def declined(language: Language, lacking: Sequence[str], closest: Sequence[tuple
     return f"{NO_ANSWER['en']}{missing} Closest passages: {places}."
 
 
+def picture_found(language: Language, name: str, number: int, words: str) -> str:
+    """The portal's own answer when a picture's description matches what the question asks
+    to see and the model would not say so: the picture, cited, and what it shows."""
+    if language == "zh":
+        return f"最符合的图片是《{name}》[{number}]：{words}"
+    return f'The picture that matches best is "{name}" [{number}]: {words}'
+
+
 ABSTAIN_MARKERS = {
     "zh": ("没有找到答案", "没有找到相关", "未找到", "没有提到", "未提及", "没有相关信息", "无法回答", "没有提供"),
     "en": (

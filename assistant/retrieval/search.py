@@ -63,16 +63,14 @@ def search(
     final_order = promoted + [pk for pk in final_order if pk not in promoted]
     stages = _stages(ranked)
     hits = tuple(
-        _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk])
+        _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk], pk in promoted)
         for pk in final_order[:k]
     )
     top_fused = max((hit.fused for hit in hits), default=0.0)
     attachments = tuple(
         hit
         for hit in hits
-        if wants_media
-        and hit.is_media
-        and (hit.chunk_id in promoted or hit.fused >= settings.MEDIA_MIN_SCORE * top_fused)
+        if wants_media and hit.is_media and (hit.promoted or hit.fused >= settings.MEDIA_MIN_SCORE * top_fused)
     )
     timings["total"] = (time.perf_counter() - clock) * 1000
     return SearchResults(query, hits, attachments, wants_media, model_id, timings)
@@ -203,6 +201,7 @@ def _hit(
     rerank_score: float | None,
     weight: float,
     final: float,
+    promoted: bool = False,
 ) -> Hit:
     document, page = chunk.document, chunk.page
     return Hit(
@@ -222,4 +221,5 @@ def _hit(
         rerank=rerank_score,
         weight=weight,
         score=final,
+        promoted=promoted,
     )

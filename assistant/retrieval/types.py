@@ -36,6 +36,7 @@ class Hit:
     rerank: float | None = None  # None when not reranked (no reranker, or image-only)
     weight: float = 1.0  # the source weight of its path
     score: float = 0.0  # the final score the results are ordered by
+    promoted: bool = False  # a picture put first by its match (retrieval.pictures)
 
     @property
     def is_media(self) -> bool:

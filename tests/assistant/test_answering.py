@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from assistant.models import Conversation, Message
 from assistant.providers.base import ChatMessage, ChatResult
 from knowledge.models import Chunk
 from tests.conftest import make_collection
+from tests.ingestion.files import ingest
 
 LEAVE = (Turn("年假有几天？", "入职满一年的员工每年享有十天带薪年假 [1]。"),)
 LEAVE_EN = (Turn("How many days of annual leave do we get?", "Ten days of paid annual leave per year [1]."),)
@@ -660,3 +662,49 @@ def test_a_doubtful_judge_lets_the_model_refuse(policies, alice, settings):
     assert result["abstain"] is True
     assert "quoted_refusal" not in result["checks"]
     assert result["citations"] == []
+
+
+# -- pictures ---------------------------------------------------------------------------------
+
+EVAL = Path(__file__).resolve().parents[2] / "eval" / "files"
+
+
+@pytest.mark.parametrize(
+    ("question", "start_of_answer", "words"),
+    [
+        (
+            "Show me the photo of a ladybug on a green stem",
+            'The picture that matches best is "photo-07.jpg" [1]: ',
+            "ladybug",
+        ),
+        ("找一张瓢虫的照片", "最符合的图片是《photo-07.jpg》[1]：", "瓢虫"),
+    ],
+)
+def test_a_matching_picture_is_shown_when_the_model_refuses(
+    policies, alice, settings, question, start_of_answer, words
+):
+    """The picture's match put it first (retrieval.pictures); the model would not answer "show
+    me …" from its few words: the portal shows it, cited and attached."""
+    settings.ANSWER_JUDGE = -0.3
+    document = ingest(policies, "photo-07.jpg", (EVAL / "en/ladybird.jpg").read_bytes())
+    refusal = prompts.NO_ANSWER["zh" if "照片" in question else "en"]
+    model = JudgedChat(judge=-0.9, answer=refusal, retry=refusal)
+    result = collect(answer_events(start(alice, question), model=model))
+    assert start_of_answer in result["answer"], result["answer"]
+    assert words in result["answer"]
+    assert result["abstain"] is False
+    assert result["checks"]["picture_shown"] == 1
+    assert [c["file"] for c in result["citations"]] == ["photo-07.jpg"]
+    assert [a["file"] for a in result["attachments"]] == ["photo-07.jpg"]
+    assert result["attachments"][0]["page_id"] == document.pages.get().pk
+
+
+def test_a_refusal_stands_when_no_picture_matches(policies, alice, settings):
+    settings.ANSWER_JUDGE = -0.3
+    ingest(policies, "photo-07.jpg", (EVAL / "en/ladybird.jpg").read_bytes())
+    refusal = prompts.NO_ANSWER["en"]
+    model = JudgedChat(judge=-0.9, answer=refusal, retry=refusal)
+    result = collect(answer_events(start(alice, "Show me the photo of a giraffe"), model=model))
+    assert result["abstain"] is True
+    assert "picture_shown" not in result["checks"]
+    assert result["attachments"] == []
