@@ -67,10 +67,10 @@ def search(
         for pk in final_order[:k]
     )
     top_fused = max((hit.fused for hit in hits), default=0.0)
-    attachments = tuple(
-        hit
-        for hit in hits
-        if wants_media and hit.is_media and (hit.promoted or hit.fused >= settings.MEDIA_MIN_SCORE * top_fused)
+    # Pictures that their match put first are what the question asks to see: only they are
+    # attached then, not every photo that the fusion ranked near them.
+    attachments = tuple(hit for hit in hits if hit.promoted) or tuple(
+        hit for hit in hits if wants_media and hit.is_media and hit.fused >= settings.MEDIA_MIN_SCORE * top_fused
     )
     timings["total"] = (time.perf_counter() - clock) * 1000
     return SearchResults(query, hits, attachments, wants_media, model_id, timings)
