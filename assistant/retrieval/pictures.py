@@ -12,15 +12,16 @@ Rank fusion alone still buries a picture: its best is one channel's first place,
 a page that both text channels find at rank 20 scores 2/80. So each picture also gets a
 calibrated score, its **match**: the share of the question's weight that its words hold,
 each of the question's terms weighted by its idf among the pictures, a term no picture has
-weighing most. The words that only ask to see something ("show me", "photo", 照片) are left
-out of that weight. A picture whose match reaches PORTAL_PICTURE_MATCH is what the question
-asks for: search puts it first, ahead of the text (search._promoted)."""
+by a quarter of the others' mean (ABSENT_WEIGHT). The words that only ask to see something
+("show me", "photo", 照片) or that any question carries (多少, 里) are left out of that
+weight, and a picture that holds only colour words has no match. A picture whose match
+reaches PORTAL_PICTURE_MATCH is what the question asks for: search puts it first, ahead of
+the text (search._promoted)."""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ from assistant.retrieval.fusion import rrf
 from assistant.retrieval.lexical import query_terms
 from assistant.retrieval.scope import Scope
 from ingestion.pictures import COLOURS
+from ingestion.reading_order import CJK
 
 MEDIA_KINDS = ("image", "picture", "frame")
 MEDIA_ONLY = " AND c.kind IN ('image', 'picture', 'frame')"
@@ -43,14 +45,12 @@ REQUEST_TERMS = frozenset(
         "show find see look looks like give want need have has any some there please get display "
         "photo photos photograph photographs picture pictures image images pic pics screenshot screenshots "
         "poster posters portrait portraits scan scanned scans diagram diagrams video videos clip clips "
-        "找 找找 一张 张 一幅 幅 有没有 没有 有 给 看 看看 看下 一下 显示 查找 搜索 那张 这张 里 中 "
+        "找 找找 一张 张 一幅 幅 有没有 没有 有 给 看 看看 看下 一下 显示 查找 搜索 那张 这张 "
         "照片 相片 图片 图像 图 截图 海报 扫描 示意图 视频 录像 画面 样子 长什么样 什么样 "
         # and the words of any question, which OCR text in screenshots also holds
         "多少 几 哪 哪个 哪里 什么 上 下 里 中 内 是 为 写 填 用 说 叫 其中 一个 一只 一些"
     ).split()
 )
-
-CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 # The colour words of the descriptions (ingestion.pictures), as the terms of a question name them.
 COLOUR_TERMS = frozenset(
