@@ -7,8 +7,11 @@ from typing import Any
 
 import psycopg
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from assistant.busy import wait_until_idle
+from assistant.memory.gate import gate
 from assistant.memory.service import MemoryUnavailable, memories
 from assistant.models import Message
 
@@ -16,7 +19,9 @@ log = logging.getLogger(__name__)
 
 
 # A database that refuses or drops a connection (a restart, "too many clients" under load:
-# bench/load.py lost a memory card to it) is tried again, 3 times with backoff.
+# bench/load.py lost a memory card to it) is tried again, 3 times with backoff. The task runs
+# on the `memory` queue (its own worker: an upload never waits behind it) and waits until no
+# answer is being written by the local model and no ingestion is queued or running.
 @shared_task(
     name="assistant.remember_turn",
     acks_late=True,
@@ -27,7 +32,7 @@ log = logging.getLogger(__name__)
     max_retries=3,
 )
 def remember_turn(message_id: int) -> dict[str, Any] | None:
-    """An answered question becomes memories of the user who asked it (off the answer's path)."""
+    """What the user said in an answered turn becomes memories of that user (off the answer's path)."""
     answer = (
         Message.objects.select_related("conversation__user").filter(pk=message_id, role=Message.Role.ASSISTANT).first()
     )
@@ -38,18 +43,21 @@ def remember_turn(message_id: int) -> dict[str, Any] | None:
         .order_by("-pk")
         .first()
     )
-    if question is None:
+    if question is None or not gate(question.content).keep:
         return None
     try:
         store = memories()
     except MemoryUnavailable as exc:
         log.warning("Not remembering message %s: %s", message_id, exc)
         return None
+    waited = wait_until_idle(settings.MEMORY_IDLE_WAIT)
     remembered = store.remember(
-        answer.conversation.user,
-        question.content,
-        answer.content,
-        conversation=answer.conversation_id,
-        message=answer.pk,
+        answer.conversation.user, question.content, conversation=answer.conversation_id, message=answer.pk
     )
-    return {"stored": len(remembered.items), "inferred": remembered.inferred}
+    return {
+        "stored": len(remembered.items),
+        "inferred": remembered.inferred,
+        "updated": len(remembered.updated),
+        "deleted": len(remembered.deleted),
+        "waited": round(waited, 1),
+    }

@@ -347,9 +347,9 @@ def bench_remember(user: Any, turns: int) -> dict[str, Any]:
     registry._instances["chat"] = stopwatch
     rows: list[dict[str, Any]] = []
     try:
-        for n, (question, answer) in enumerate((TURNS * (turns // len(TURNS) + 1))[:turns]):
+        for n, (question, _answer) in enumerate((TURNS * (turns // len(TURNS) + 1))[:turns]):
             stopwatch.seconds = 0.0
-            seconds, remembered = timed(partial(memories().remember, user, question, answer))
+            seconds, remembered = timed(partial(memories().remember, user, question))
             kind = ("inferred" if remembered.items else "nothing") if remembered.inferred else "card"
             rows.append({"question": question, "seconds": seconds, "model_s": stopwatch.seconds, "kind": kind,
                          "stored": [item.text for item in remembered.items]})  # fmt: skip
@@ -386,10 +386,10 @@ def bench_card_adds(user: Any, writer: Writer, count: int) -> dict[str, Any]:
 def bench_celery(user: Any, turns: int) -> dict[str, Any]:
     """From `remember_turn.delay` (the answer is stored) to the user's rows holding its memories;
     the first turn also loads the worker's model and is reported apart."""
-    from portal.supervisor import worker_command
+    from portal.supervisor import MEMORY_QUEUE, worker_command
 
     log = Path(tempfile.gettempdir()) / "portal-bench-memory-celery.log"
-    with Worker(worker_command(f"bench-memory-{os.getpid()}@%h", 1), log):
+    with Worker(worker_command(f"bench-memory-{os.getpid()}@%h", 1, MEMORY_QUEUE), log):
         rows = [celery_turn(user, *CELERY_TURNS[n % len(CELERY_TURNS)]) for n in range(turns + 1)]
     cold, warm = rows[0], rows[1:]
     figures = summary([row["seconds"] for row in warm if row["seconds"] is not None])

@@ -338,6 +338,9 @@ MEMORY_ENABLED = env_bool("PORTAL_MEMORY", True)
 MEMORY_SEARCH_LIMIT = env_int("PORTAL_MEMORY_SEARCH_LIMIT", 5, minimum=1)
 MEMORY_MIN_SCORE = env_float("PORTAL_MEMORY_MIN_SCORE", 0.9, minimum=0.0)
 MEMORY_MAX_TOKENS = env_int("PORTAL_MEMORY_MAX_TOKENS", 300, minimum=32)
+# The longest an extraction waits for answers in progress and ingestion to end (seconds);
+# after that it runs anyway, so that memories are not put off for ever on a busy portal.
+MEMORY_IDLE_WAIT = env_int("PORTAL_MEMORY_IDLE_WAIT", 600, minimum=0)
 MEMORY_TABLE = "memory_mem0"
 MEM0_DIR = Path(env_str("MEM0_DIR") or VAR_DIR / "mem0").resolve()
 # Retired index versions kept for rollback, per collection.

@@ -162,8 +162,14 @@ def web_command(host: str, port: int, request_timeout: int | None = None) -> lis
     return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *timeout, "portal.asgi:application"]
 
 
-def worker_command(name: str, concurrency: int) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", "ingest,default",
+# Queues of the portal's workers (portal/celery.py routes the tasks): documents and the rest;
+# memory extraction on a worker of its own, so that an upload never waits behind it.
+WORK_QUEUES = "ingest,default"
+MEMORY_QUEUE = "memory"
+
+
+def worker_command(name: str, concurrency: int, queues: str = WORK_QUEUES) -> list[str]:
+    return [sys.executable, "-m", "celery", "-A", "portal", "worker", "-Q", queues,
             "--loglevel", "INFO", "-c", str(concurrency), "-n", name]  # fmt: skip
 
 

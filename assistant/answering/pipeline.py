@@ -25,6 +25,8 @@ from assistant.answering import evidence, passages, planner, prompts, router, ve
 from assistant.answering.language import Language, language_of
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
+from assistant.busy import Answering
+from assistant.memory.gate import gate
 from assistant.memory.service import MemoryItem, MemoryUnavailable, memories
 from assistant.models import Conversation, Message
 from assistant.providers import registry
@@ -160,35 +162,41 @@ def run(
 ) -> Iterator[Event]:
     """The events of one answer after `started`, ending with `done` or `error`; the answer is
     stored either way."""
-    held: list[threading.Semaphore] = []
+    held: list[Callable[[], None]] = []  # what to release when the answer ends
     try:
         yield from _run(session, cancelled, model, held)
     finally:
-        for turn in held:
-            turn.release()
+        for release in held:
+            release()
 
 
-def _wait_turn(session: Session, cancelled: Callable[[], bool], held: list[threading.Semaphore]) -> Iterator[Event]:
+def _wait_turn(session: Session, cancelled: Callable[[], bool], held: list[Callable[[], None]]) -> Iterator[Event]:
     if not _LOCAL_MODEL.acquire(blocking=False):
         yield {"type": "queued"}
         while not _LOCAL_MODEL.acquire(timeout=0.5):
             if cancelled():
                 raise Cancelled
-    held.append(_LOCAL_MODEL)
+    held.append(_LOCAL_MODEL.release)
     session.progress = time.perf_counter()  # waiting in the queue is not a stall
     session.mark("queued")
 
 
 def _run(
-    session: Session, cancelled: Callable[[], bool], model: ChatModel | None, held: list[threading.Semaphore]
+    session: Session, cancelled: Callable[[], bool], model: ChatModel | None, held: list[Callable[[], None]]
 ) -> Iterator[Event]:
     state = _State(session)
+    mark: Answering | None = None
     try:
         if model is None and registry.role_config("chat").provider == "local":
+            # Memory extraction (another process, the same cores) waits while this is marked.
+            mark = Answering()
+            held.append(mark.end)
             yield from _wait_turn(session, cancelled, held)
         model = model or registry.chat_model()
         for event in _answer(session, state, model, cancelled):
             session.progress = time.perf_counter()
+            if mark:
+                mark.touch()
             yield event
     except Cancelled:
         state.error = "cancelled"
@@ -229,7 +237,7 @@ def _run(
     session.mark("total")
     message.timings = session.timings
     message.save(update_fields=["timings"])
-    _remember_later(message)
+    _remember_later(session, message)
     yield {
         "type": "done",
         "cancelled": False,
@@ -535,9 +543,10 @@ def _memory(item: MemoryItem) -> dict[str, Any]:
     return {"id": item.id, "text": item.text, "score": item.score}
 
 
-def _remember_later(message: Message) -> None:
-    """The question and this answer become memories in a Celery task, once the answer is stored."""
-    if not settings.MEMORY_ENABLED or not message.content:
+def _remember_later(session: Session, message: Message) -> None:
+    """What the user said about themselves becomes memories in a Celery task, once the answer
+    is stored; a question that says nothing about the user (the gate) queues nothing."""
+    if not settings.MEMORY_ENABLED or not message.content or not gate(session.question).keep:
         return
 
     def queue() -> None:

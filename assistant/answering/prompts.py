@@ -148,9 +148,10 @@ ABSTAIN_MARKERS = {
 # passages, are not passages (no [n]), and may answer a question about the user by themselves.
 MEMORY_RULE = {
     "zh": "5. “关于用户的记忆”是你之前记住的用户信息，不是资料，不要用编号引用；与问题有关时结合它回答，"
-    "并自然地说出你记得的内容（例如：你之前提到……）。",
+    "并说出你用了记得的内容（例如：你之前提到……）。记忆与资料不一致时，以资料为准。",
     "en": '5. "What you remember about the user" is what you learned about them earlier, not passages: never cite it '
-    "with a number; when it bears on the question, use it and say what you remember (e.g.: You mentioned that ...).",
+    "with a number; when it bears on the question, use it and say that you did (e.g.: You mentioned that ...). "
+    "Where a memory and the passages disagree, the passages win.",
 }
 NO_PASSAGES = {"zh": "（没有找到相关资料）", "en": "(no passages found)"}
 MEMORY_REMINDER = {

@@ -34,6 +34,7 @@ from psycopg import sql
 
 from assistant.answering.language import language_of
 from assistant.memory.prompts import EXTRACTION
+from assistant.memory.revisions import about_user
 from assistant.providers import registry
 from assistant.providers.base import ChatMessage
 from ingestion.terms import terms
@@ -109,9 +110,9 @@ class PortalLLM(LLMBase):
         from django.conf import settings
 
         chat = [ChatMessage(m["role"], str(m["content"])) for m in messages]  # type: ignore[arg-type]
-        if chat and chat[0].role == "system" and chat[0].content.startswith(ADDITIVE_EXTRACTION_PROMPT[:200]):
-            turn = chat[-1].content.split("## New Messages", 1)[-1]
-            chat[0] = ChatMessage("system", EXTRACTION[language_of(turn)])
+        extracting = bool(chat) and chat[0].content.startswith(ADDITIVE_EXTRACTION_PROMPT[:200])
+        if extracting:
+            chat[0] = ChatMessage("system", EXTRACTION[language_of(new_messages(chat[-1].content))])
         response_format = kwargs.get("response_format") or {}
         result = registry.chat_model().complete(
             chat,
@@ -119,15 +120,47 @@ class PortalLLM(LLMBase):
             max_tokens=settings.MEMORY_MAX_TOKENS,
             temperature=0.1,
         )
-        _outputs.last = result.text
-        return result.text
+        return _kept(result.text, chat[-1].content) if extracting else result.text
 
 
 class RecordingOpenAILLM(OpenAILLM):
     def generate_response(self, *args: Any, **kwargs: Any) -> Any:
         output = super().generate_response(*args, **kwargs)
-        _outputs.last = output if isinstance(output, str) else None
+        messages = kwargs.get("messages") or (args[0] if args else [])
+        if not isinstance(output, str):
+            _outputs.last = None
+            return output
+        if messages and str(messages[0].get("content", "")).startswith(ADDITIVE_EXTRACTION_PROMPT[:200]):
+            return _kept(output, str(messages[-1].get("content", "")))
+        _outputs.last = output
         return output
+
+
+def new_messages(prompt: str) -> str:
+    """The "## New Messages" section of mem0's extraction prompt: what the user just said."""
+    section = prompt.split("## New Messages", 1)[-1]
+    return section.split("\n## ", 1)[0].strip()
+
+
+def _kept(output: str, prompt: str) -> str:
+    """The model's output with only the memories about the user (revisions.about_user) left
+    in; kept as the last output. Output that is not mem0's JSON is returned as it is."""
+    _outputs.last = output
+    try:
+        data = json.loads(remove_code_blocks(output), strict=False)
+    except ValueError:
+        return output
+    items = data.get("memory") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return output
+    said = new_messages(prompt)
+    kept = [item for item in items if isinstance(item, dict) and about_user(str(item.get("text", "")), said)]
+    if len(kept) < len(items):
+        dropped = [item.get("text") for item in items if item not in kept and isinstance(item, dict)]
+        log.info("Memory extraction: dropped %d not about the user: %s", len(dropped), dropped)
+    filtered = json.dumps({**data, "memory": kept}, ensure_ascii=False)
+    _outputs.last = filtered
+    return filtered
 
 
 # In nearly every memory ("用户喜欢…", "User prefers…"): matching on them says nothing and

@@ -4,19 +4,19 @@ memory of another user is not found (MemoryNotFound), never read, changed or del
 
     store = memories()                       # MemoryUnavailable: memory is off or misconfigured
     store.search(request.user, "年假怎么休？")   # [MemoryItem, ...], best first
-    store.remember(user, question, answer, conversation=3, message=12)
+    store.remember(user, "我在西安办公室工作。年假有几天？", conversation=3, message=12)
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
-import re
 import threading
 import uuid
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, overload
 
@@ -25,18 +25,17 @@ from django.db import connections
 from mem0.exceptions import LLMError
 from psycopg.conninfo import make_conninfo
 
-from assistant.answering.answer import CITATION
 from assistant.answering.language import language_of
-from assistant.memory import backends
-from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS
+from assistant.memory import backends, revisions
+from assistant.memory.gate import gate
+from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
 from assistant.providers import registry
-from assistant.providers.base import ProviderError
+from assistant.providers.base import ChatMessage, ProviderError
 from portal.typing import AnyUser
 
 log = logging.getLogger(__name__)
 
 MAX_TEXT = 2000  # characters of one memory (an edit, a card)
-CARD_ANSWER_CHARS = 800  # of the answer, in a card or in the model's input
 LISTED = 100_000  # more memories than one person has
 
 
@@ -73,8 +72,10 @@ class MemoryItem:
 
 @dataclass(frozen=True)
 class Remembered:
-    items: tuple[MemoryItem, ...]
-    inferred: bool  # extracted by the model; False: the card was stored as it was
+    items: tuple[MemoryItem, ...]  # added or updated
+    inferred: bool  # extracted by the model; False: the user's words were stored as they were
+    updated: tuple[str, ...] = ()  # ids of memories a correction changed
+    deleted: tuple[str, ...] = ()  # ids of memories a forget or a correction removed
 
 
 def uid_of(user: AnyUser | None) -> str:
@@ -97,22 +98,7 @@ class Memories:
         term with it, or, sharing none, when its dense similarity is at least MEMORY_MIN_SCORE:
         e5's similarities alone do not separate related memories from unrelated ones (0.83-0.87
         for both in Chinese), shared terms mostly do."""
-        uid = uid_of(user)
-        query = " ".join(str(query or "").split())[: settings.MAX_QUERY_CHARS]
-        limit = limit or settings.MEMORY_SEARCH_LIMIT
-        if not query:
-            return []
-        found = self._mem0.search(query, top_k=limit * 2, filters={"user_id": uid}, threshold=0.0, explain=True)
-        rows = [
-            row
-            for row in found["results"]
-            if row.get("user_id") == uid
-            and (
-                row["score_details"]["bm25_score"] > 0
-                or row["score_details"]["semantic_score"] >= settings.MEMORY_MIN_SCORE
-            )
-        ]
-        return [_item(row) for row in rows[:limit]]
+        return self._search(uid_of(user), query, limit or settings.MEMORY_SEARCH_LIMIT)
 
     def listing(self, user: AnyUser) -> Listing:
         """The user's memories, newest first, read a page at a time when sliced (Django's
@@ -156,33 +142,136 @@ class Memories:
     # Writing
 
     def remember(
-        self, user: AnyUser, question: str, answer: str, *, conversation: int | None = None, message: int | None = None
+        self,
+        user: AnyUser,
+        text: str,
+        *,
+        conversation: int | None = None,
+        message: int | None = None,
     ) -> Remembered:
-        """A question and its answer become memories: the model extracts durable facts in the
-        question's language; when its output is unusable (or it fails), the card is stored as
-        it is (mem0 infer=False) rather than lost. Nothing worth remembering: nothing stored."""
+        """What the user said about themselves becomes memories; nothing else does.
+
+        The gate (assistant.memory.gate) keeps a turn only when the user states something
+        about themselves, corrects it, or asks to remember or forget; a document question
+        stores nothing and costs no model call. Only the user's own sentences reach the
+        model, never the answer (the documents are not the user). The
+        model's memories that restate a question or are not in the user's words are dropped
+        (revisions.about_user). When its output is unusable, or it fails, the user's words
+        are stored as they are (mem0 infer=False). A correction replaces what it corrects
+        (mem0 UPDATE of the old memory: its history keeps the old text); a forget deletes
+        what it names (mem0 DELETE, history kept)."""
+        said = gate(text)
+        if not said.keep:
+            return Remembered((), inferred=False)
         uid = uid_of(user)
-        language = language_of(question)
-        answer = _plain(answer)[:CARD_ANSWER_CHARS]
+        kinds = [(sentence, gate(sentence).kind or said.kind) for sentence in said.sentences]
+        forgets = [sentence for sentence, kind in kinds if kind == "forget"]
+        deleted = [memory_id for sentence in forgets for memory_id in self._forget(uid, sentence)]
+        rest = " ".join(sentence for sentence, kind in kinds if kind != "forget")[:MAX_TEXT]
+        if not rest:
+            return Remembered((), inferred=False, deleted=tuple(deleted))
         metadata = {"conversation": conversation, "message": message}
-        turn = [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+        items, inferred = self._extract(uid, rest, metadata)
+        if items and any(kind == "correction" for _sentence, kind in kinds):
+            corrected = self._correct(uid, rest, items, inferred)
+            return replace(corrected, deleted=(*deleted, *corrected.deleted))
+        return Remembered(tuple(items), inferred=inferred, deleted=tuple(deleted))
+
+    def _extract(self, uid: str, said: str, metadata: dict[str, Any]) -> tuple[list[MemoryItem], bool]:
+        language = language_of(said)
         backends.forget_output()
         try:
             added = self._mem0.add(
-                turn, user_id=uid, metadata=metadata, infer=True, prompt=CARD_INSTRUCTIONS[language]
+                [{"role": "user", "content": said}],
+                user_id=uid,
+                metadata=metadata,
+                infer=True,
+                prompt=CARD_INSTRUCTIONS[language],
             )["results"]
         except (ProviderError, LLMError) as exc:  # mem0 wraps the model's errors in LLMError
             reason = f"the model failed: {exc}"
         else:
-            if added or backends.usable_extraction(backends.last_output()):
-                return Remembered(tuple(self._added(uid, added)), inferred=True)
-            reason = f"unusable output: {str(backends.last_output())[:200]!r}"
-        log.warning("Memory extraction for user %s fell back to storing the card: %s", uid, reason)
-        card = CARD[language].format(question=question, answer=answer)[:MAX_TEXT]
+            if added:
+                return self._added(uid, added), True
+            output = backends.last_output()
+            if backends.usable_extraction(output) and "用户" not in str(output) and "User" not in str(output):
+                return [], True  # the model found nothing to keep, and nothing was dropped
+            reason = f"nothing usable in {str(output)[:200]!r}"
+        log.warning("Memory extraction for user %s: storing their words as they are (%s)", uid, reason)
+        card = CARD[language].format(said=said)[:MAX_TEXT]
         if self._store.exists(uid, hashlib.md5(card.encode()).hexdigest()):  # noqa: S324 (mem0's own digest)
-            return Remembered((), inferred=False)
+            return [], False
         added = self._mem0.add(card, user_id=uid, metadata={**metadata, "inferred": False}, infer=False)["results"]
-        return Remembered(tuple(self._added(uid, added)), inferred=False)
+        return self._added(uid, added), False
+
+    def _forget(self, uid: str, said: str) -> list[str]:
+        """Delete the user's memories that a forget names ("忘掉我喜欢表格"); their ids."""
+        target = revisions.forget_target(said)
+        gone = [row.id for row in self._search(uid, target, 10) if revisions.matches(target, row.text)]
+        for memory_id in gone:
+            self._mem0.delete(memory_id)
+        log.info("Forgot %d memories of user %s", len(gone), uid)
+        return gone
+
+    def _correct(self, uid: str, said: str, items: list[MemoryItem], inferred: bool) -> Remembered:
+        """The memories a correction makes wrong take its new text (mem0 UPDATE: the old text
+        stays in their history); the new copy goes."""
+        new = items[0]
+        fresh = {item.id for item in items}
+        candidates = [row for row in self._search(uid, f"{said} {new.text}", 10) if row.id not in fresh]
+        old_value = revisions.replaced_value(said)
+        if old_value:
+            outdated = [row for row in candidates if revisions.matches(old_value, row.text)]
+        else:
+            outdated = self._outdated(new.text, candidates)
+        if not outdated:
+            return Remembered(tuple(items), inferred=inferred)
+        first, *rest = outdated
+        self._mem0.update(first.id, text=new.text)
+        for row in rest:
+            self._mem0.delete(row.id)
+        self._mem0.delete(new.id)
+        self._erase_history([new.id], scope=None)
+        updated = _item(self._mem0.get(first.id))
+        return Remembered(
+            (updated, *items[1:]), inferred=inferred, updated=(first.id,), deleted=tuple(row.id for row in rest)
+        )
+
+    def _outdated(self, new: str, candidates: list[MemoryItem]) -> list[MemoryItem]:
+        """The candidates the chat model says `new` replaces (a correction that names no old value)."""
+        if not candidates:
+            return []
+        language = language_of(new)
+        listing = "\n".join(f"{number}. {row.text}" for number, row in enumerate(candidates[:5], 1))
+        label = ("旧记忆", "新信息") if language == "zh" else ("Old memories", "New information")
+        prompt = [
+            ChatMessage("system", OUTDATED[language]),
+            ChatMessage("user", f"{label[0]}:\n{listing}\n\n{label[1]}: {new}"),
+        ]
+        try:
+            output = registry.chat_model().complete(prompt, json_mode=True, max_tokens=40, temperature=0.0).text
+            numbers = json.loads(output).get("outdated", [])
+        except (ProviderError, ValueError, AttributeError) as exc:
+            log.warning("Could not tell which memories a correction replaces: %s", exc)
+            return []
+        picked = {int(n) for n in numbers if isinstance(n, int | str) and str(n).isdigit()}
+        return [row for number, row in enumerate(candidates[:5], 1) if number in picked]
+
+    def _search(self, uid: str, query: str, limit: int) -> list[MemoryItem]:
+        query = " ".join(str(query or "").split())[: settings.MAX_QUERY_CHARS]
+        if not query:
+            return []
+        found = self._mem0.search(query, top_k=limit * 2, filters={"user_id": uid}, threshold=0.0, explain=True)
+        rows = [
+            row
+            for row in found["results"]
+            if row.get("user_id") == uid
+            and (
+                row["score_details"]["bm25_score"] > 0
+                or row["score_details"]["semantic_score"] >= settings.MEMORY_MIN_SCORE
+            )
+        ]
+        return [_item(row) for row in rows[:limit]]
 
     def update(self, user: AnyUser, memory_id: str, text: str) -> MemoryItem:
         self._own(user, memory_id)
@@ -309,14 +398,6 @@ def _checked(text: str) -> str:
     if len(text) > MAX_TEXT:
         raise MemoryInputError(f"A memory holds at most {MAX_TEXT} characters.")
     return text
-
-
-CITATION_MARK = re.compile(r"\s*" + CITATION.pattern)  # with the space before it
-
-
-def _plain(answer: str) -> str:
-    """The answer without its [n] citation marks: they mean nothing outside the answer."""
-    return " ".join(CITATION_MARK.sub("", answer or "").split())
 
 
 def forget_user(uid: str) -> int:

@@ -137,9 +137,9 @@ def test_chinese_memories_are_found_by_their_words(alice):
 # -- writing memories -----------------------------------------------------------------------------
 
 
-def test_extracted_memories_are_stored_in_the_questions_language(alice, extractor):
+def test_only_the_users_own_statement_reaches_the_model(alice, extractor):
     extractor.output = '{"memory": [{"id": "0", "text": "用户在西安办公室工作", "attributed_to": "user"}]}'
-    remembered = memories().remember(alice, "我在西安办公室工作。年假有几天？", "年假为十天 [1]。", conversation=7)
+    remembered = memories().remember(alice, "我在西安办公室工作。年假有几天？", conversation=7)
 
     assert remembered.inferred
     assert [item.text for item in remembered.items] == ["用户在西安办公室工作"]
@@ -147,14 +147,29 @@ def test_extracted_memories_are_stored_in_the_questions_language(alice, extracto
     (prompt,) = extractor.asked
     assert prompt[0].content.startswith("你是记忆提取器")  # the portal's short Chinese instructions
     assert "用中文记录" in prompt[-1].content  # the card instructions, as mem0's custom instructions
-    assert "[1]" not in prompt[-1].content  # citation marks mean nothing outside the answer
+    said = backends.new_messages(prompt[-1].content)
+    assert "我在西安办公室工作" in said
+    assert "年假" not in said  # the question is not the user
 
 
-def test_nothing_worth_remembering_stores_nothing(alice, extractor):
-    extractor.output = '{"memory": []}'
-    remembered = memories().remember(alice, "你好，谢谢！", "不客气。")
+@pytest.mark.parametrize(
+    "question", ["年假有几天？", "我想知道年假有几天？", "I'd like to know how to install it.", "你好，谢谢！"]
+)
+def test_a_document_question_or_small_talk_stores_nothing_and_asks_no_model(alice, extractor, question):
+    remembered = memories().remember(alice, question)
     assert remembered.items == ()
+    assert extractor.asked == []
     assert memories().all(alice) == []
+
+
+def test_extracted_questions_and_inventions_are_dropped(alice, extractor):
+    extractor.output = (
+        '{"memory": [{"id": "0", "text": "用户询问年假有几天", "attributed_to": "user"},'
+        '{"id": "1", "text": "用户希望回答用简短的要点", "attributed_to": "user"},'
+        '{"id": "2", "text": "用户在西安办公室工作", "attributed_to": "user"}]}'
+    )
+    remembered = memories().remember(alice, "我在西安办公室工作。年假有几天？")
+    assert [item.text for item in remembered.items] == ["用户在西安办公室工作"]
 
 
 @pytest.mark.parametrize(
@@ -165,23 +180,76 @@ def test_nothing_worth_remembering_stores_nothing(alice, extractor):
         Extractor(error=ProviderError("chat", "x", "down")),
     ],
 )
-def test_the_card_is_stored_as_it_is_when_the_model_cannot_extract(alice, monkeypatch, model):
+def test_the_users_words_are_stored_as_they_are_when_the_model_cannot_extract(alice, monkeypatch, model):
     monkeypatch.setitem(registry._instances, "chat", model)
     store = memories()
-    remembered = store.remember(alice, "报销要多久？", "报销五个工作日内到账 [2]。", conversation=3, message=9)
+    remembered = store.remember(alice, "我负责西安办公室的报销审核。报销要多久？", conversation=3, message=9)
 
     assert not remembered.inferred
     (card,) = remembered.items
-    assert card.text == "问：报销要多久？\n答：报销五个工作日内到账。"
+    assert card.text == "用户说：我负责西安办公室的报销审核。"
     assert (card.conversation, card.message, card.inferred) == (3, 9, False)
-    assert store.remember(alice, "报销要多久？", "报销五个工作日内到账 [2]。").items == ()  # no duplicate card
+    assert store.remember(alice, "我负责西安办公室的报销审核。").items == ()  # no duplicate card
     assert [item.id for item in store.all(alice)] == [card.id]
 
 
-def test_an_english_question_makes_an_english_card(alice, extractor):
+def test_an_english_statement_makes_an_english_card(alice, extractor):
     extractor.output = "nonsense"
-    (card,) = memories().remember(alice, "How long do refunds take?", "Five working days [1].").items
-    assert card.text == "Q: How long do refunds take?\nA: Five working days."
+    (card,) = memories().remember(alice, "I work in the Berlin office. How long do refunds take?").items
+    assert card.text == "User said: I work in the Berlin office."
+
+
+def test_a_forget_deletes_what_it_names_and_nothing_else(alice, extractor):
+    store = memories()
+    tables = add(alice, PREFERENCE)
+    office = add(alice, "用户在西安办公室工作")
+
+    remembered = store.remember(alice, "忘掉我喜欢表格。")
+    assert remembered.deleted == (tables,)
+    assert extractor.asked == []  # a forget needs no model
+    assert [item.id for item in store.all(alice)] == [office]
+    assert [entry["event"] for entry in store._mem0.history(tables)] == ["ADD", "DELETE"]
+
+
+def test_a_correction_that_names_the_old_value_updates_that_memory(alice, extractor):
+    store = memories()
+    office = add(alice, "用户在西安办公室工作")
+    tables = add(alice, PREFERENCE)
+    extractor.output = '{"memory": [{"id": "0", "text": "用户调到杭州工作", "attributed_to": "user"}]}'
+
+    remembered = store.remember(alice, "我从西安调到杭州了。")
+    assert remembered.updated == (office,)
+    assert len(extractor.asked) == 1  # the old value is named: no second model call
+    assert sorted(item.text for item in store.all(alice)) == sorted(["用户调到杭州工作", PREFERENCE])
+    assert store.get(alice, office).text == "用户调到杭州工作"
+    assert [(entry["event"], entry["old"]) for entry in store.history(alice, office)][-1] == (
+        "UPDATE",
+        "用户在西安办公室工作",
+    )
+    assert store.get(alice, tables).text == PREFERENCE
+
+
+def test_a_correction_without_the_old_value_asks_the_model_which_one_it_replaces(alice, monkeypatch):
+    store = memories()
+    role = add(alice, "用户是开发工程师")
+    add(alice, PREFERENCE)
+    outputs = iter(
+        ['{"memory": [{"id": "0", "text": "用户是测试工程师", "attributed_to": "user"}]}', '{"outdated": [1]}']
+    )
+
+    class Model(Extractor):
+        def complete(self, messages, **kwargs):
+            self.asked.append(messages)
+            return ChatResult(next(outputs), self.model_id)
+
+    model = Model()
+    monkeypatch.setitem(registry._instances, "chat", model)
+    remembered = store.remember(alice, "不对，我是测试工程师。")
+    assert len(model.asked) == 2
+    assert "用户是开发工程师" in model.asked[1][-1].content
+    assert remembered.updated == (role,)
+    assert store.get(alice, role).text == "用户是测试工程师"
+    assert len(store.all(alice)) == 2
 
 
 # -- control: REST --------------------------------------------------------------------------------
@@ -388,7 +456,7 @@ def test_a_turn_is_remembered_after_the_database_refused_a_connection(alice, mon
     from assistant.tasks import remember_turn
 
     conversation = Conversation.objects.create(user=alice, title="tables")
-    Message.objects.create(conversation=conversation, role="user", content="以后请用表格形式回答")
+    Message.objects.create(conversation=conversation, role="user", content="以后请用表格形式回答。")
     answer = Message.objects.create(conversation=conversation, role="assistant", content="好的，以后用表格。")
     real, calls = service.Memories.remember, []
 
@@ -399,8 +467,8 @@ def test_a_turn_is_remembered_after_the_database_refused_a_connection(alice, mon
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(service.Memories, "remember", refused_once)
-    extractor.output = '{"memory": [{"id": "0", "text": "以后用表格形式回答", "attributed_to": "user"}]}'
+    extractor.output = '{"memory": [{"id": "0", "text": "用户希望以后用表格形式回答", "attributed_to": "user"}]}'
     # Eagerly applied, a retry runs again at once (a worker waits 5 s first).
     remember_turn.apply(args=(answer.pk,))
     assert len(calls) == 2
-    assert [item.text for item in memories().all(alice)] == ["以后用表格形式回答"]
+    assert [item.text for item in memories().all(alice)] == ["用户希望以后用表格形式回答"]

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from portal.services import ServiceError, Services
-from portal.supervisor import Supervisor, beat_command, wait_for_http, web_command, worker_command
+from portal.supervisor import MEMORY_QUEUE, Supervisor, beat_command, wait_for_http, web_command, worker_command
 
 
 class Interrupted(BaseException):
@@ -22,7 +22,7 @@ class Interrupted(BaseException):
 class Command(BaseCommand):
     help = (
         "Start the portal: the embedded PostgreSQL and Redis unless DATABASE_URL / REDIS_URL are set, "
-        "migrations, the first admin account, then web (daphne), a Celery worker and Celery beat. "
+        "migrations, the first admin account, then web (daphne), a Celery worker, a memory worker and Celery beat. "
         "Ctrl-C or SIGTERM stops everything it started."
     )
     requires_system_checks: list[str] = []
@@ -73,6 +73,8 @@ class Command(BaseCommand):
         supervisor.run_once("setup", [python, manage, "models", "--install"])
         supervisor.start("web", web_command(host, port, settings.REQUEST_TIMEOUT))
         supervisor.start("worker", worker_command(f"portal@{socket.gethostname()}", settings.WORKER_CONCURRENCY))
+        if settings.MEMORY_ENABLED:  # one process: it loads the chat model once
+            supervisor.start("memory", worker_command(f"memory@{socket.gethostname()}", 1, MEMORY_QUEUE))
         supervisor.start("beat", beat_command(settings.VAR_DIR / "run" / "celerybeat-schedule"))
         if wait_for_http(url + "healthz", timeout=60, stop=stopping):
             supervisor.say(self.style.SUCCESS(f"The portal is up at {url}  (Ctrl-C stops it)"))
