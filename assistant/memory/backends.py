@@ -19,6 +19,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
+import re
 import threading
 from typing import Any
 
@@ -137,9 +138,13 @@ class RecordingOpenAILLM(OpenAILLM):
 
 
 def new_messages(prompt: str) -> str:
-    """The "## New Messages" section of mem0's extraction prompt: what the user just said."""
-    section = prompt.split("## New Messages", 1)[-1]
-    return section.split("\n## ", 1)[0].strip()
+    """The "## New Messages" section of mem0's extraction prompt: what the user just said,
+    without mem0's "user: " labels (they would make "我是 SRE" read as English)."""
+    section = prompt.split("## New Messages", 1)[-1].split("\n## ", 1)[0]
+    return ROLE_LABEL.sub("", section).strip()
+
+
+ROLE_LABEL = re.compile(r"^(?:user|assistant|system): ", re.MULTILINE)
 
 
 def _kept(output: str, prompt: str) -> str:

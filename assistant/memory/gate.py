@@ -127,6 +127,8 @@ _CORRECTION = _zh(
     rf"{_ME}(?:其实|并|现在|已经)?不是[^，。]{{1,12}}[，,]\s*(?:只是|而是|是|现在是)",
     rf"{_ME}[^，。]{{0,6}}?现在(?:改|换)(?:成|为|到|用)",
     rf"{_ME}[^。]{{0,4}}?(?:以前|之前|原来|原先)[^。]{{1,20}}?(?:现在|如今|目前)",
+    # Taking back a preference: 其实我更习惯中文，以后还是用中文回答吧.
+    rf"^(?:其实|实际上)[，,]?{_ME}[^，。]{{0,4}}?(?:更|还是)(?:喜欢|习惯|想要|希望|倾向)",
 )
 _CORRECTION_EN = _en(
     r"\bI(?:'ve| have)? (?:moved|relocated|transferred|switched|changed|swapped|migrated) "

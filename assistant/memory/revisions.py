@@ -7,6 +7,8 @@ rules over terms, no model (service.remember runs them around mem0's `add`).
 - `forget_target(said)`: what a "forget ..." turn names ("忘掉我喜欢表格" → "我喜欢表格").
 - `replaced_value(said)`: the old value a correction names ("我从西安调到杭州了" → "西安").
 - `matches(target, memory)`: whether a memory is the one a forget or a correction names.
+- `related(memory, said)`: whether a memory the model says a correction replaces shares a
+  word with it.
 """
 
 from __future__ import annotations
@@ -68,13 +70,28 @@ def _share(part: set[str], whole: set[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
 
 
+def units(text: str) -> set[str]:
+    """Stemmed words, and each Chinese character apart: a paraphrase keeps most characters
+    ("别再给我列参考链接" → "用户希望不再列参考链接") where jieba may cut the words differently."""
+    found: set[str] = set()
+    for term in content_terms(text):
+        found.update({term} if term.isascii() else set(term))
+    return found
+
+
 def about_user(memory: str, said: str) -> bool:
-    """A memory worth keeping: not a question or a search, and at least half of its words are
-    the user's own (what a model adds from elsewhere, or invents, fails that)."""
+    """A memory worth keeping: not a question or a search, and most of it is the user's own
+    words (what a model adds from elsewhere, or invents, fails that)."""
     text = " ".join(memory.split())
     if not text or QUESTION_MEMORY.match(text) or text.rstrip().endswith(("?", "？")):
         return False
-    return _share(content_terms(text), content_terms(said)) >= GROUNDED_SHARE
+    return _share(units(text), units(said)) >= GROUNDED_SHARE
+
+
+def related(memory: str, said: str) -> bool:
+    """Whether a memory shares a word (a Chinese character) with what was said: the least a
+    memory that a correction replaces must do (the local model also picks unrelated ones)."""
+    return bool(units(memory) & units(said))
 
 
 def forget_target(said: str) -> str:

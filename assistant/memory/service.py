@@ -25,7 +25,7 @@ from django.db import connections
 from mem0.exceptions import LLMError
 from psycopg.conninfo import make_conninfo
 
-from assistant.answering.language import language_of
+from assistant.answering.language import Language, language_of
 from assistant.memory import backends, revisions
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
@@ -171,14 +171,16 @@ class Memories:
         if not rest:
             return Remembered((), inferred=False, deleted=tuple(deleted))
         metadata = {"conversation": conversation, "message": message}
-        items, inferred = self._extract(uid, rest, metadata)
+        # The language of the whole turn: "我是 SRE" alone reads as English.
+        items, inferred = self._extract(uid, rest, language_of(text), metadata)
         if items and any(kind == "correction" for _sentence, kind in kinds):
             corrected = self._correct(uid, rest, items, inferred)
             return replace(corrected, deleted=(*deleted, *corrected.deleted))
         return Remembered(tuple(items), inferred=inferred, deleted=tuple(deleted))
 
-    def _extract(self, uid: str, said: str, metadata: dict[str, Any]) -> tuple[list[MemoryItem], bool]:
-        language = language_of(said)
+    def _extract(
+        self, uid: str, said: str, language: Language, metadata: dict[str, Any]
+    ) -> tuple[list[MemoryItem], bool]:
         backends.forget_output()
         try:
             added = self._mem0.add(
@@ -222,8 +224,10 @@ class Memories:
         old_value = revisions.replaced_value(said)
         if old_value:
             outdated = [row for row in candidates if revisions.matches(old_value, row.text)]
-        else:
-            outdated = self._outdated(new.text, candidates)
+        else:  # the model picks; a memory that shares nothing with what was said is not it
+            outdated = [
+                row for row in self._outdated(new.text, candidates) if revisions.related(row.text, f"{said} {new.text}")
+            ]
         if not outdated:
             return Remembered(tuple(items), inferred=inferred)
         first, *rest = outdated

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.memory.revisions import about_user, forget_target, matches, replaced_value
+from assistant.memory.revisions import about_user, forget_target, matches, related, replaced_value
 
 
 @pytest.mark.parametrize(
@@ -72,3 +72,9 @@ def test_a_target_matches_the_memories_that_hold_its_words():
     assert not matches("我喜欢表格", "用户在西安办公室工作")
     assert not matches("西安", "用户调到杭州工作")
     assert not matches("忘掉", "用户喜欢表格形式的回答")  # nothing but the asking: names nothing
+
+
+def test_a_memory_a_correction_replaces_shares_a_word_with_it():
+    assert related("用户希望用英文回答", "其实我更习惯中文，以后还是用中文回答吧。 用户更习惯中文回答")
+    assert related("用户是开发工程师", "不对，我是测试工程师。 用户是测试工程师")
+    assert not related("用户在北京办公室工作", "我更喜欢简短的回答。 用户喜欢简短的回答")
