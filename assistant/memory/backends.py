@@ -272,6 +272,15 @@ class PortalPGVector(PGVector):
             )
             return [Row(id=str(r[0]), score=None, payload=r[1]) for r in cur.fetchall()]
 
+    def every_text(self) -> builtins.list[tuple[str, str, str]]:
+        """(id, user_id, text) of every memory of every user: for an operator's maintenance
+        (`manage.py tidy_memories`), never for a user's request."""
+        if self.collection_name not in self.list_cols():
+            return []
+        with self._get_cursor() as cur:
+            cur.execute(sql.SQL("SELECT id, payload->>'user_id', payload->>'data' FROM {}").format(self._col()))
+            return [(str(r[0]), str(r[1]), str(r[2] or "")) for r in cur.fetchall()]
+
     def count(self, user_id: str) -> int:
         _require_user({"user_id": user_id})
         self._ensure_collection()

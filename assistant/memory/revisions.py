@@ -7,6 +7,7 @@ rules over terms, no model (service.remember runs them around mem0's `add`).
 - `forget_target(said)`: what a "forget ..." turn names ("忘掉我喜欢表格" → "我喜欢表格").
 - `replaced_value(said)`: the old value a correction names ("我从西安调到杭州了" → "西安").
 - `matches(target, memory)`: whether a memory is the one a forget or a correction names.
+- `not_about_user(memory)`: a stored question (what `manage.py tidy_memories` removes).
 - `related(memory, said)`: whether a memory the model says a correction replaces shares a
   word with it.
 """
@@ -92,6 +93,17 @@ def related(memory: str, said: str) -> bool:
     """Whether a memory shares a word (a Chinese character) with what was said: the least a
     memory that a correction replaces must do (the local model also picks unrelated ones)."""
     return bool(units(memory) & units(said))
+
+
+# Cards stored before the gate: a question with its answer ("问：…\n答：…", "Q: …\nA: …").
+QA_CARD = re.compile(r"^\s*(?:问：[\s\S]*\n答：|Q: [\s\S]*\nA: )")
+
+
+def not_about_user(memory: str) -> bool:
+    """A stored memory that is a question, not a fact about the user: a restated question
+    ("用户询问……") or a question-and-answer card (what the portal stored before the gate)."""
+    text = memory.strip()
+    return bool(QUESTION_MEMORY.match(text) or QA_CARD.match(text))
 
 
 def forget_target(said: str) -> str:

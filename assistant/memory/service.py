@@ -303,6 +303,16 @@ class Memories:
         log.info("Deleted %d memories of user %s", len(ids), uid)
         return len(ids)
 
+    # Maintenance (an operator's, for every user: manage.py tidy_memories)
+
+    def questions(self) -> list[tuple[str, str, str]]:
+        """(id, user uid, text) of every stored memory that is a question, not a fact about its user."""
+        return [row for row in self._store.every_text() if revisions.not_about_user(row[2])]
+
+    def drop(self, memory_id: str) -> None:
+        """Delete one memory by id, its history kept (mem0 records the DELETE)."""
+        self._mem0.delete(str(memory_id))
+
     # Plumbing
 
     def _own(self, user: AnyUser, memory_id: str) -> dict[str, Any]:

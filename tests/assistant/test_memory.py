@@ -7,6 +7,7 @@ uses new users (new UIDs), and nothing relies on a rollback."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 
@@ -472,3 +473,24 @@ def test_a_turn_is_remembered_after_the_database_refused_a_connection(alice, mon
     remember_turn.apply(args=(answer.pk,))
     assert len(calls) == 2
     assert [item.text for item in memories().all(alice)] == ["用户希望以后用表格形式回答"]
+
+
+def test_tidy_memories_removes_stored_questions_and_cards_only_with_delete(alice, bob):
+    store = memories()
+    keep = add(alice, PREFERENCE)
+    asked = add(alice, "用户询问年假有几天")
+    card = add(bob, "问：报销要多久？\n答：报销五个工作日内到账。")
+    english = add(bob, "User asks how to install the agent on Windows")
+    theirs = add(bob, "User works in the Berlin office")
+
+    out = io.StringIO()
+    call_command("tidy_memories", stdout=out)
+    assert "stored memories are questions, not facts about their user" in out.getvalue()
+    assert {row[0] for row in store.questions()} >= {asked, card, english}
+    assert keep in {item.id for item in store.all(alice)}  # counting deletes nothing
+    assert asked in {item.id for item in store.all(alice)}
+
+    call_command("tidy_memories", "--delete", stdout=io.StringIO())
+    assert [item.id for item in store.all(alice)] == [keep]
+    assert [item.id for item in store.all(bob)] == [theirs]
+    assert [entry["event"] for entry in store._mem0.history(asked)] == ["ADD", "DELETE"]
