@@ -72,26 +72,28 @@ def ingestions_pending() -> int:
     return IngestionRun.objects.filter(recent, status__in=active).count()
 
 
-def busy() -> str:
-    """Why the machine is busy ("" when it is not)."""
+def busy(*, ingestion: bool = True) -> str:
+    """Why the machine is busy ("" when it is not); `ingestion=False`: answers only."""
     answering = answers_in_progress()
     if answering:
         return f"{answering} answer(s) in progress"
-    pending = ingestions_pending()
+    pending = ingestions_pending() if ingestion else 0
     if pending:
         return f"{pending} ingestion(s) queued or running"
     return ""
 
 
-def wait_until_idle(limit: float, *, poll: float = 1.0) -> float:
-    """Wait while the machine is busy, at most `limit` seconds; the seconds waited."""
+def wait_until_idle(limit: float, *, poll: float = 1.0, ingestion: bool = True) -> float:
+    """Wait while the machine is busy, at most `limit` seconds; the seconds waited.
+    `ingestion=False` for a worker that serves the ingest queue itself: waiting for an
+    ingestion queued behind the waiting task would wait the whole `limit`."""
     started = time.monotonic()
-    reason = busy()
+    reason = busy(ingestion=ingestion)
     if reason:
         log.info("Waiting to extract memories: %s", reason)
     while reason and time.monotonic() - started < limit:
         time.sleep(poll)
-        reason = busy()
+        reason = busy(ingestion=ingestion)
     if reason:
         log.warning("Extracting memories after waiting %.0f s, though %s", limit, reason)
     return time.monotonic() - started

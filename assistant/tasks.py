@@ -50,7 +50,10 @@ def remember_turn(message_id: int) -> dict[str, Any] | None:
     except MemoryUnavailable as exc:
         log.warning("Not remembering message %s: %s", message_id, exc)
         return None
-    waited = wait_until_idle(settings.MEMORY_IDLE_WAIT)
+    # A worker that also serves the ingest queue (one worker for everything) would wait for
+    # ingestion queued behind this very task: there, wait for answers only.
+    serves_ingest = "ingest" in remember_turn.app.amqp.queues.consume_from
+    waited = wait_until_idle(settings.MEMORY_IDLE_WAIT, ingestion=not serves_ingest)
     remembered = store.remember(
         answer.conversation.user, question.content, conversation=answer.conversation_id, message=answer.pk
     )

@@ -50,6 +50,8 @@ def test_extraction_waits_for_a_queued_ingestion_then_goes_when_it_is_done(alice
     run = IngestionRun.objects.create(collection=make_collection(alice))
     assert "ingestion" in busy.busy()
     assert busy.wait_until_idle(0.5, poll=0.1) >= 0.5  # gave up waiting: runs anyway
+    # A worker serving the ingest queue too would wait for a run queued behind itself.
+    assert busy.wait_until_idle(5, poll=0.1, ingestion=False) < 0.5
     run.status = IngestionRun.Status.SUCCEEDED
     run.save(update_fields=["status"])
     assert busy.wait_until_idle(5, poll=0.1) < 0.5
