@@ -86,6 +86,12 @@ _outputs = threading.local()
 
 def forget_output() -> None:
     _outputs.last = None
+    _outputs.dropped_all = False
+
+
+def dropped_all() -> bool:
+    """Whether the last extraction wrote memories and revisions.about_user dropped every one."""
+    return bool(getattr(_outputs, "dropped_all", False))
 
 
 def last_output() -> str | None:
@@ -163,6 +169,7 @@ def _kept(output: str, prompt: str) -> str:
     if len(kept) < len(items):
         dropped = [item.get("text") for item in items if item not in kept and isinstance(item, dict)]
         log.info("Memory extraction: dropped %d not about the user: %s", len(dropped), dropped)
+    _outputs.dropped_all = bool(items) and not kept
     filtered = json.dumps({**data, "memory": kept}, ensure_ascii=False)
     _outputs.last = filtered
     return filtered

@@ -196,9 +196,12 @@ class Memories:
             if added:
                 return self._added(uid, added), True
             output = backends.last_output()
-            if backends.usable_extraction(output) and "用户" not in str(output) and "User" not in str(output):
-                return [], True  # the model found nothing to keep, and nothing was dropped
-            reason = f"nothing usable in {str(output)[:200]!r}"
+            if backends.dropped_all():  # the gate saw something the model could not say
+                reason = "every memory the model wrote was dropped"
+            elif backends.usable_extraction(output):
+                return [], True  # nothing new to keep (or already kept: mem0 skips duplicates)
+            else:
+                reason = f"nothing usable in {str(output)[:200]!r}"
         log.warning("Memory extraction for user %s: storing their words as they are (%s)", uid, reason)
         card = CARD[language].format(said=said)[:MAX_TEXT]
         if self._store.exists(uid, hashlib.md5(card.encode()).hexdigest()):  # noqa: S324 (mem0's own digest)

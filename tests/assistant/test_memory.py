@@ -173,6 +173,13 @@ def test_extracted_questions_and_inventions_are_dropped(alice, extractor):
     assert [item.text for item in remembered.items] == ["用户在西安办公室工作"]
 
 
+def test_when_every_extracted_memory_is_dropped_the_users_words_are_kept(alice, extractor):
+    extractor.output = '{"memory": [{"id": "0", "text": "用户询问年假有几天", "attributed_to": "user"}]}'
+    (card,) = memories().remember(alice, "我在西安办公室工作。年假有几天？").items
+    assert card.text == "用户说：我在西安办公室工作。"
+    assert not card.inferred
+
+
 @pytest.mark.parametrize(
     "model",
     [
