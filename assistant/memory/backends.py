@@ -117,7 +117,7 @@ class PortalLLM(LLMBase):
         from django.conf import settings
 
         chat = [ChatMessage(m["role"], str(m["content"])) for m in messages]  # type: ignore[arg-type]
-        extracting = bool(chat) and chat[0].content.startswith(ADDITIVE_EXTRACTION_PROMPT[:200])
+        extracting = bool(chat) and _extraction(chat[0].content)
         if extracting:
             chat[0] = ChatMessage("system", EXTRACTION[language_of(new_messages(chat[-1].content))])
         response_format = kwargs.get("response_format") or {}
@@ -137,10 +137,15 @@ class RecordingOpenAILLM(OpenAILLM):
         if not isinstance(output, str):
             _outputs.last = None
             return output
-        if messages and str(messages[0].get("content", "")).startswith(ADDITIVE_EXTRACTION_PROMPT[:200]):
+        if messages and _extraction(str(messages[0].get("content", ""))):
             return _kept(output, str(messages[-1].get("content", "")))
         _outputs.last = output
         return output
+
+
+def _extraction(system: str) -> bool:
+    """Whether a system prompt is mem0's extraction instructions (its other calls pass as they are)."""
+    return system.startswith(ADDITIVE_EXTRACTION_PROMPT[:200])
 
 
 def new_messages(prompt: str) -> str:

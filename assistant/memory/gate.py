@@ -18,7 +18,7 @@ only: about a tenth of a millisecond a turn. Measured on `tests/files/memory/tur
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # A sentence longer than this is pasted material (a log, a paragraph of a document), not
 # something the user says about themselves.
@@ -33,6 +33,7 @@ class Gate:
     keep: bool
     kind: str  # "statement" | "correction" | "forget" | "remember" | "" (nothing)
     sentences: tuple[str, ...]  # the user's own sentences (or clauses) that carry it, verbatim, in order
+    kinds: tuple[str, ...] = field(default=(), compare=False)  # each sentence's own kind
 
 
 NOTHING = Gate(keep=False, kind="", sentences=())
@@ -245,7 +246,7 @@ _BARE = re.compile(r"(?i)^(?:please\s+)?(?:remember|forget|note|请?记住|请?�
 def gate(text: str) -> Gate:
     """What of this turn is worth remembering: see the module's docstring."""
     kept: list[str] = []
-    strongest = len(KINDS)
+    kinds: list[str] = []
     for sentence in _sentences(text):
         if len(sentence) > MAX_SENTENCE:
             continue
@@ -259,10 +260,11 @@ def gate(text: str) -> Gate:
             kind = _kind(piece)
             if kind and not _BARE.match(piece):
                 kept.append(piece)
-                strongest = min(strongest, KINDS.index(kind))
+                kinds.append(kind)
     if not kept:
         return NOTHING
-    return Gate(keep=True, kind=KINDS[strongest], sentences=tuple(kept))
+    strongest = min(KINDS.index(kind) for kind in kinds)
+    return Gate(keep=True, kind=KINDS[strongest], sentences=tuple(kept), kinds=tuple(kinds))
 
 
 def _sentences(text: str) -> list[str]:

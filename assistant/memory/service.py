@@ -164,7 +164,7 @@ class Memories:
         if not said.keep:
             return Remembered((), inferred=False)
         uid = uid_of(user)
-        kinds = [(sentence, gate(sentence).kind or said.kind) for sentence in said.sentences]
+        kinds = list(zip(said.sentences, said.kinds, strict=True))
         forgets = [sentence for sentence, kind in kinds if kind == "forget"]
         deleted = [memory_id for sentence in forgets for memory_id in self._forget(uid, sentence)]
         rest = " ".join(sentence for sentence, kind in kinds if kind != "forget")[:MAX_TEXT]

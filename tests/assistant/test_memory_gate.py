@@ -216,3 +216,10 @@ def test_a_gate_is_frozen():
     result = gate("I'm a data analyst.")
     with pytest.raises(AttributeError):
         result.keep = False  # type: ignore[misc]
+
+
+def test_each_kept_sentence_carries_its_own_kind():
+    result = gate("我喜欢表格。不过忘掉我在西安工作这件事。")
+    assert result.kind == "forget"
+    assert result.kinds == ("statement", "forget")
+    assert len(result.kinds) == len(result.sentences)
