@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from functools import cache
 
 import redis
@@ -16,17 +17,23 @@ def _client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=2)
 
 
-def _minute() -> int:
-    return int(time.time() // 60)
+PREFIX = "portal:rate"  # tests give themselves a prefix of their own
+WINDOW = 60.0  # seconds
 
 
 def allow(kind: str, user_id: int, per_minute: int, amount: int = 1) -> bool:
-    """Count `amount` of `kind` for the user this minute; False when that goes over `per_minute`."""
-    key = f"portal:{kind}:{user_id}:{_minute()}"
+    """Count `amount` of `kind` for the user; False when that makes more than `per_minute` in the
+    last 60 seconds. A sliding window (one sorted-set member per unit, scored by its time), so
+    that a burst is not allowed twice across the turn of a clock minute."""
+    key = f"{PREFIX}:{kind}:{user_id}"
+    now = time.time()
+    stamp = uuid.uuid4().hex
     pipe = _client(settings.REDIS_URL).pipeline()
-    pipe.incrby(key, amount)
-    pipe.expire(key, 120)
-    count, _ = pipe.execute()
+    pipe.zremrangebyscore(key, "-inf", now - WINDOW)
+    pipe.zadd(key, {f"{stamp}:{n}": now for n in range(amount)})
+    pipe.zcard(key)
+    pipe.expire(key, int(WINDOW) + 1)
+    _removed, _added, count, _expiry = pipe.execute()
     return int(count) <= per_minute
 
 
