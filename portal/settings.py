@@ -308,6 +308,9 @@ ANSWER_CONTEXT_TOKENS = env_int("PORTAL_ANSWER_CONTEXT_TOKENS", 600, minimum=100
 # below it declined 2 of each (bench/README.md).
 _judge = env_str("PORTAL_ANSWER_JUDGE", "-0.3").strip().lower()
 ANSWER_JUDGE: float | None = None if _judge == "off" else env_float("PORTAL_ANSWER_JUDGE", -0.3, minimum=-1.0)
+# A question that names one cell of a table in its passages (its row and its column) is
+# answered with that cell, read off the row sentences, without the model (answering.cells).
+ANSWER_TABLE_CELLS = env_bool("PORTAL_ANSWER_TABLE_CELLS", True)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
 ANSWER_TIMEOUT = env_float("PORTAL_ANSWER_TIMEOUT", 300.0, minimum=1.0)
 # Request timeouts in the web process: daphne answers 503 when a view has not answered in

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
-from assistant.answering import evidence, passages, planner, prompts, router, verify
+from assistant.answering import cells, evidence, passages, planner, prompts, router, verify
 from assistant.answering.language import Language, language_of
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.types import Event, Route, Source, StepEvidence, Turn
@@ -301,6 +301,7 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     wants_media = media_intent(question)
     media_hits: list[Hit] = []
     steps: list[StepEvidence] = []
+    cell: cells.Cell | None = None  # the one table cell the question names (answering.cells)
     if state.route.strategy == "multi_step":
         plan = planner.plan(model, state.query)
         state.plan = plan.steps
@@ -316,20 +317,38 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         session.mark("retrieval")
         sources = answers.sources_of_steps(steps)
     else:
-        results = search(session.user, state.query, scope=session.scope, k=settings.ANSWER_SOURCES, media=wants_media)
+        beyond = max(cells.CANDIDATES - settings.ANSWER_SOURCES, 0) if settings.ANSWER_TABLE_CELLS else 0
+        results = search(
+            session.user, state.query, scope=session.scope, k=settings.ANSWER_SOURCES, media=wants_media, beyond=beyond
+        )
         media_hits.extend(results.attachments)
-        sources = answers.sources_of(results.hits)
+        sources, cell = (
+            cells.with_cell(state.query, results.hits, results.later)
+            if beyond
+            else (answers.sources_of(results.hits), None)
+        )
         session.mark("retrieval")
         yield {"type": "retrieval", "sources": [_preview(source.hit, language, source) for source in sources]}
     check()
     remembered = [item.text for item in state.memories]
     lacking = evidence.unsupported(session.question, sources, remembered) if sources else []
     quotes: dict[int, str] = {}
-    if not lacking and sources and not steps:
+    if cell is not None and lacking:  # the question names more than the cell's table holds: as without it
+        cell, sources = None, answers.sources_of(results.hits)
+        lacking = evidence.unsupported(session.question, sources, remembered)
+    if cell is not None:
+        log.info("Answered with a table cell (%s; %s): question %r", cell.row, cell.column, session.question[:100])
+    if not lacking and sources and not steps and cell is None:
         state.judge = _judge(session, state, model, sources, language)
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
         log.info("Not in the documents: %s (question %r)", ", ".join(lacking), session.question[:100])
         yield from _decline(session, state, sources, language, lacking)
+    elif cell is not None:
+        state.checks["table_cell"] = 1
+        state.text = prompts.table_cell(language, cell.value, cell.row, cell.column, cell.source.number)
+        session.mark("first_token")
+        yield {"type": "answer.delta", "text": state.text}
+        quotes = {cell.source.number: cell.sentence}
     elif state.judge is not None and settings.ANSWER_JUDGE is not None and state.judge < settings.ANSWER_JUDGE:
         log.info("The judge says the passages do not answer (%.3f): question %r", state.judge, session.question[:100])
         yield from _decline(session, state, sources, language, [])

@@ -128,6 +128,15 @@ def picture_found(language: Language, name: str, number: int, words: str) -> str
     return f'The picture that matches best is "{name}" [{number}]: {words}'
 
 
+def table_cell(language: Language, value: str, row: str, column: str, number: int) -> str:
+    """The portal's own answer when the question names one cell of a table: the value, with
+    the row and column it was read from, cited."""
+    where = f"{row}, {column}" if column else row
+    if language == "zh":
+        return f"{value}（表中“{where}”一格）[{number}]"
+    return f'{value} (the table\'s cell "{where}") [{number}]'
+
+
 ABSTAIN_MARKERS = {
     "zh": ("没有找到答案", "没有找到相关", "未找到", "没有提到", "未提及", "没有相关信息", "无法回答", "没有提供"),
     "en": (

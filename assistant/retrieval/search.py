@@ -37,10 +37,12 @@ def search(
     rerank: bool = True,
     media: bool | None = None,
     scope: Scope | None = None,
+    beyond: int = 0,
 ) -> SearchResults:
     """The k best chunks for `query` among the collections `user` may see (and `collection_ids`
     names). `media` forces the media intent on or off; None reads it from the query. `scope`
-    replaces the user's (scope_of: collections the caller authorised already)."""
+    replaces the user's (scope_of: collections the caller authorised already). `beyond`: the
+    next that many, ranked the same way, in `later` (they change nothing of the first k)."""
     query = " ".join(query.split())[: settings.MAX_QUERY_CHARS]
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -62,9 +64,12 @@ def search(
     promoted = [pk for pk in promoted if pk in chunks]
     final_order = promoted + [pk for pk in final_order if pk not in promoted]
     stages = _stages(ranked)
-    hits = tuple(
-        _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk], pk in promoted)
-        for pk in final_order[:k]
+    hits, later = (
+        tuple(
+            _hit(chunks[pk], stages.get(pk, {}), fused[pk], reranked.get(pk), weights[pk], finals[pk], pk in promoted)
+            for pk in part
+        )
+        for part in (final_order[:k], final_order[k : k + beyond])
     )
     top_fused = max((hit.fused for hit in hits), default=0.0)
     # Pictures that their match put first are what the question asks to see: only they are
@@ -73,7 +78,7 @@ def search(
         hit for hit in hits if wants_media and hit.is_media and hit.fused >= settings.MEDIA_MIN_SCORE * top_fused
     )
     timings["total"] = (time.perf_counter() - clock) * 1000
-    return SearchResults(query, hits, attachments, wants_media, model_id, timings)
+    return SearchResults(query, hits, attachments, wants_media, model_id, timings, later)
 
 
 def _channels(

@@ -51,3 +51,4 @@ class SearchResults:
     media_intent: bool
     reranker: str  # model id, or "" when none ran
     timings: dict[str, float]  # milliseconds per stage
+    later: tuple[Hit, ...] = ()  # the hits after the k best, when asked for (search's `beyond`)

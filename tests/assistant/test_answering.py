@@ -708,3 +708,36 @@ def test_a_refusal_stands_when_no_picture_matches(policies, alice, settings):
     assert result["abstain"] is True
     assert "picture_shown" not in result["checks"]
     assert result["attachments"] == []
+
+
+# -- a table cell ------------------------------------------------------------------------------
+
+MODELS_CSV = (
+    b"Model,AIC,BIC,zeros\n"
+    b"fm_pois,35959.2,36010.4,47\n"
+    b"fm_nbin,24359.1,24412.5,608\n"
+    b"fm_hurdle,24210.1,24315.5,683\n"
+    b"fm_zinb,24211.4,24307.3,683\n"
+)
+
+
+def test_a_question_naming_one_table_cell_is_answered_with_it_without_the_model(alice, settings):
+    settings.ANSWER_JUDGE = -0.3
+    ingest(make_collection(alice, "Models"), "models.csv", MODELS_CSV)
+    model = JudgedChat(judge=0.9, answer="24412.5 [1].")  # the cell next door, as small models do
+    result = collect(answer_events(start(alice, "What BIC does the hurdle model fm_hurdle have?"), model=model))
+    assert "answer" not in [kind for kind, _ in model.asked]
+    assert "judge" not in [kind for kind, _ in model.asked]
+    assert result["checks"] == {"table_cell": 1}
+    assert result["answer"].startswith("24315.5 (the table's cell ")
+    assert result["abstain"] is False
+    (cited,) = result["citations"]
+    assert cited["file"] == "models.csv"
+    assert "24315.5" in cited["quote"]
+
+    settings.ANSWER_TABLE_CELLS = False  # the setting off: the model answers, as before
+    model = JudgedChat(judge=0.9, answer="24412.5 [1].")
+    result = collect(answer_events(start(alice, "What BIC does the hurdle model fm_hurdle have?"), model=model))
+    assert [kind for kind, _ in model.asked][-2:] == ["judge", "answer"]
+    assert result["answer"].startswith("24412.5")
+    assert "table_cell" not in result["checks"]

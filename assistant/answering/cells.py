@@ -1,0 +1,176 @@
+"""A table cell read off the index's row sentences, when the question names one cell.
+
+Every table chunk ends with one sentence per body row, written at indexing time
+(ingestion.tables.table_rows): "AIC — GLM, NB, ML, fm_nbin: 24359.1; zero-augmented, ZINB,
+ML, fm_zinb: 24211.4". A question about one cell names its row and its column ("what AIC
+does the negative binomial model (fm_nbin) have?"). The local model, given a table of
+twenty such cells, often reads the cell next door (on the public evaluation it gave the
+right value for about a fifth of the table questions). This module finds the cell whose
+row header and column path hold the question's words, and only answers when exactly one
+cell is best and both its row and its column were named: otherwise the model answers as
+before.
+
+Words are compared case-folded and width-folded; a trailing plural s is dropped; numbers
+split at dashes and commas, so "aged 60 to 69" names the row "60–69" and "(73,84]" the row
+"(73,84]". A word weighs by how few of the table's cells it names (a word in every label,
+such as the table's title, weighs nothing). Sexes, the usual dimension of a statistical
+table, are one word whatever they are written as (men, male, M, 男性); so are bounds
+(< 3.38, below 3.38, 低于 3.38).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+
+from assistant.answering.evidence import COMMON
+from assistant.answering.types import Source
+from assistant.answering.values import normalise
+from assistant.retrieval.types import Hit
+
+CANDIDATES = 10  # hits searched for a cell: the answer's passages, then the tables after them
+SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
+WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
+CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+# Written forms of the same label. Chinese first, longest first, since they are replaced
+# inside runs of characters.
+CHINESE = (
+    ("女性", " female "),
+    ("男性", " male "),
+    ("女", " female "),
+    ("男", " male "),
+    ("合计", " total "),
+    ("小于", " below "),
+    ("低于", " below "),
+    ("大于", " above "),
+    ("高于", " above "),
+)
+SIGNS = (("<", " below "), ("≤", " below "), (">", " above "), ("≥", " above "))
+ENGLISH = {
+    "m": "male",
+    "men": "male",
+    "man": "male",
+    "males": "male",
+    "f": "female",
+    "women": "female",
+    "woman": "female",
+    "females": "female",
+    "sum": "total",
+    "under": "below",
+    "less": "below",
+    "lower": "below",
+    "over": "above",
+    "greater": "above",
+    "higher": "above",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    source: Source
+    row: str  # the row header as the sentence says it
+    column: str  # the column path ("" for a row with one unlabelled value)
+    value: str
+    sentence: str  # the whole row sentence, for the citation's quote
+
+
+def with_cell(question: str, hits: Sequence[Hit], later: Sequence[Hit]) -> tuple[tuple[Source, ...], Cell | None]:
+    """The answer's passages (`hits` as [1], [2]...) and the one cell the question names,
+    read among them and the table chunks of the `later` hits: a table's chunk often ranks
+    under the prose of its own page. A cell read from a later hit brings that hit in as the
+    last passage, in place of the last one."""
+    first = tuple(Source(number, hit) for number, hit in enumerate(hits, start=1))
+    tables = [Source(number, hit) for number, hit in enumerate(later, start=len(hits) + 1) if hit.kind == "table"]
+    cell = read(question, [*first, *tables])
+    if cell is None or cell.source.number <= len(first) or not first:
+        return first, cell
+    brought = Source(len(first), cell.source.hit)
+    return (*first[:-1], brought), replace(cell, source=brought)
+
+
+def read(question: str, sources: Sequence[Source]) -> Cell | None:
+    """The one cell of the sources' tables that the question names, or None."""
+    wanted = words(question)
+    if not wanted:
+        return None
+    scored: list[tuple[float, frozenset[str], Cell]] = []
+    for source in sources:
+        if source.hit.kind != "table":
+            continue
+        cells = _cells(source)
+        # Words that name the file name no cell: "the deaths spreadsheet" is not "Date of death".
+        asked = wanted - words(PurePath(source.hit.document_name).stem)
+        if len(cells) > 1 and asked:
+            scored.extend(_scored(asked, cells))
+    if not scored:
+        return None
+    scored.sort(key=lambda item: -item[0])
+    _weight, named, best = scored[0]
+    # Every other cell must name less: a part of what the best one names ("controls with CC"
+    # names the men's cell and the women's alike, and neither is read).
+    if any(not other < named for _w, other, cell in scored[1:] if cell.value != best.value):
+        return None
+    return best
+
+
+def words(text: str) -> set[str]:
+    """The words of a question or a label, folded as this module compares them."""
+    text = normalise(text)
+    for written, said in (*CHINESE, *SIGNS):
+        text = text.replace(written, said)
+    found = set()
+    for word in WORD.findall(text):
+        word = word.strip(".")
+        if (len(word) < 2 and not word.isdigit() and word not in ENGLISH) or word in COMMON:
+            continue
+        if word in ENGLISH:
+            word = ENGLISH[word]
+        elif len(word) > 3 and word.endswith("s") and word[-2] not in "sui" and not word[-2].isdigit():
+            word = word[:-1]
+        found.add(word)
+    for run in CJK_RUN.findall(text):
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+    return found
+
+
+def _cells(source: Source) -> list[Cell]:
+    found = []
+    for line in source.hit.text.splitlines():
+        match = SENTENCE.match(line.strip())
+        if not match:
+            continue
+        label = match["label"]
+        for piece in match["cells"].split("; "):
+            column, _, value = piece.rpartition(": ")
+            if value.strip():
+                found.append(Cell(source, label, column, value.strip(), line.strip()))
+    return found
+
+
+def _scored(wanted: set[str], cells: Sequence[Cell]) -> list[tuple[float, frozenset[str], Cell]]:
+    """Each cell with the question's words it names and their weight: its row header's and
+    column path's words, each weighing log(cells / cells naming it); a word every cell names
+    names nothing. A cell counts only when the question names its row (where the table has
+    more than one) and its column (likewise)."""
+    rows = [words(cell.row) for cell in cells]
+    columns = [words(cell.column) for cell in cells]
+    total = len(cells)
+    weight: dict[str, float] = {}
+    for word in wanted:
+        naming = sum(1 for row, column in zip(rows, columns, strict=True) if word in row or word in column)
+        if 0 < naming < total:
+            weight[word] = math.log(total / naming)
+    many_rows = len({cell.row for cell in cells}) > 1
+    many_columns = len({cell.column for cell in cells}) > 1
+    scored: list[tuple[float, frozenset[str], Cell]] = []
+    for cell, row, column in zip(cells, rows, columns, strict=True):
+        in_row = {word for word in row & wanted if word in weight}
+        in_column = {word for word in (column - row) & wanted if word in weight}
+        if (many_rows and not in_row) or (many_columns and not in_column):
+            continue
+        named = frozenset(in_row | in_column)
+        scored.append((sum(weight[word] for word in named), named, cell))
+    return scored

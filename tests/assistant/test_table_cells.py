@@ -1,0 +1,111 @@
+"""A question that names one table cell is answered with it (answering.cells), from the row
+sentences the index writes (ingestion.tables.table_rows); anything less certain is left to
+the model. Grids shaped like the evaluation's tables: pscl's two-level Table 2, coin's
+stacked psoriasis blocks, an age table with ranges."""
+
+from __future__ import annotations
+
+from assistant.answering import cells
+from assistant.answering.types import Source
+from assistant.retrieval.types import Hit
+from ingestion.tables import table_rows
+
+COUNTREG = [
+    ["", "GLM", "GLM", "zero-augmented", "zero-augmented"],
+    ["Type", "Poisson", "NB", "Hurdle-NB", "ZINB"],
+    ["", "ML", "ML", "ML", "ML"],
+    ["Object", "fm_pois", "fm_nbin", "fm_hurdle", "fm_zinb"],
+    ["no. parameters", "18", "19", "37", "37"],
+    ["AIC", "35959.2", "24359.1", "24210.1", "24211.4"],
+    ["BIC", "36010.4", "24412.5", "24315.5", "24307.3"],
+    ["zeros", "47", "608", "683", "683"],
+]
+PSORIASIS = [
+    ["IL1B_511 locus", "", "", "", ""],
+    ["Male", "Control", "Early Onset", "Late Onset", "Total"],
+    ["CC", "75", "54", "29", "158"],
+    ["CT", "84", "91", "38", "213"],
+    ["Female", "Control", "Early Onset", "Late Onset", "Total"],
+    ["CC", "76", "58", "26", "160"],
+    ["CT", "89", "92", "41", "222"],
+]
+AGES = [
+    ["Age", "FLC < 3.38", "FLC 3.38-4.71", "FLC > 4.71"],
+    ["50–59", "2207", "1076", "432"],
+    ["60–69", "1690", "1138", "694"],
+    ["70–79", "763", "887", "846"],
+]
+
+
+def table(rows: list[list[str]], depth: int, number: int = 1, kind: str = "table", name: str = "t.pdf") -> Source:
+    markdown = "\n".join("|" + "|".join(row) + "|" for row in rows)
+    sentences = "\n".join(row.sentence for row in table_rows(rows, depth))
+    text = f"{markdown}\n\n{sentences}"
+    return Source(number, Hit(number, 1, number, name, name, number, 3, "pdf_page", kind, text, {}))
+
+
+def value(question: str, *sources: Source) -> str | None:
+    cell = cells.read(question, sources)
+    return cell.value if cell else None
+
+
+def test_the_cell_named_by_its_row_and_every_column_level_is_read():
+    countreg = table(COUNTREG, 4)
+    assert value("What AIC does the negative binomial model (fm_nbin) have?", countreg) == "24359.1"
+    assert (
+        value("pscl 计数回归小册子的表 2 里，零膨胀负二项模型（ZINB，fm_zinb）的 BIC 是多少？", countreg) == "24307.3"
+    )
+    cell = cells.read("How many zeros does the hurdle model fm_hurdle predict?", [countreg])
+    assert cell is not None
+    assert (cell.row, cell.column, cell.value) == ("zeros", "zero-augmented, Hurdle-NB, ML, fm_hurdle", "683")
+    assert cell.sentence.startswith("zeros — GLM, Poisson, ML, fm_pois: 47;")
+
+
+def test_stacked_blocks_sexes_and_ranges_are_named_as_people_say_them():
+    psoriasis = table(PSORIASIS, 2)
+    assert value("How many women with genotype CC at the IL1B_511 locus are controls?", psoriasis) == "76"
+    assert value("How many male controls have genotype CT at IL1B_511?", psoriasis) == "84"
+    assert value("IL1B_511 位点男性 CC 基因型的 Total 是多少？", psoriasis) == "158"
+    ages = table(AGES, 1)
+    assert value("How many subjects aged 60 to 69 are in the lowest FLC group (below 3.38)?", ages) == "1690"
+
+
+def test_a_question_that_does_not_name_one_cell_is_left_to_the_model():
+    countreg, psoriasis = table(COUNTREG, 4), table(PSORIASIS, 2, number=2)
+    assert value("What is the AIC of the models?", countreg) is None  # the row, but no column
+    assert value("Which model has the most parameters, fm_pois or fm_zinb?", countreg) is None  # two cells tie
+    assert value("How many controls have genotype CC at IL1B_511?", psoriasis) is None  # men or women?
+    assert value("What does the table say about fm_nbin?", countreg) is None  # a column, no row
+    prose = table(COUNTREG, 4, kind="text")  # row sentences only count in a table chunk
+    assert value("What AIC does the negative binomial model (fm_nbin) have?", prose) is None
+    assert value("What is the Junior value in March?", countreg, psoriasis) is None  # nothing named
+
+
+def test_words_that_name_the_file_name_no_cell():
+    deaths = table(
+        [
+            ["Name", "Profession", "Age", "Date of birth", "Date of death"],
+            ["Jo Cox", "politician", "41", "1974-06-22", "2016-06-16"],
+            ["David Bowie", "musician", "69", "1947-01-08", "2016-01-10"],
+        ],
+        1,
+        name="deaths.xlsx",
+    )
+    # "deaths" names the spreadsheet, not the "Date of death" column: no column is named.
+    assert value("According to the deaths spreadsheet, how old was Jo Cox when she died?", deaths) is None
+    assert value("According to the deaths spreadsheet, what is David Bowie's date of birth?", deaths) == "1947-01-08"
+
+
+def test_a_table_ranked_under_the_passages_is_read_and_brought_in_as_the_last_one():
+    prose = [table(COUNTREG, 4, number=n, kind="text").hit for n in range(1, 5)]
+    later = [table(AGES, 1, number=5, kind="text").hit, table(COUNTREG, 4, number=6).hit]
+    sources, cell = cells.with_cell("What AIC does the negative binomial model (fm_nbin) have?", prose, later)
+    assert cell is not None
+    assert cell.value == "24359.1"
+    assert [source.number for source in sources] == [1, 2, 3, 4]
+    assert [source.hit for source in sources] == [*prose[:3], later[1]]
+    assert cell.source is sources[-1]
+    # Nothing named: the passages as they were.
+    sources, cell = cells.with_cell("What is the Junior value in March?", prose, later)
+    assert cell is None
+    assert [source.hit for source in sources] == prose
