@@ -15,7 +15,8 @@ split at dashes and commas, so "aged 60 to 69" names the row "60–69" and "(73,
 "(73,84]". A word weighs by how few of the table's cells it names (a word in every label,
 such as the table's title, weighs nothing). Sexes, the usual dimension of a statistical
 table, are one word whatever they are written as (men, male, M, 男性); so are bounds
-(< 3.38, below 3.38, 低于 3.38).
+(< 3.38, below 3.38, 低于 3.38), and a few other labels of statistical tables in Chinese
+(对照 control, 病例 case, 合计 total, 年龄 age, 均值 mean, 中位数 median).
 """
 
 from __future__ import annotations
@@ -35,14 +36,22 @@ CANDIDATES = 10  # hits searched for a cell: the answer's passages, then the tab
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
 CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
-# Written forms of the same label. Chinese first, longest first, since they are replaced
-# inside runs of characters.
+# Written forms of the same label: a Chinese question about an English statistical table
+# names its usual labels in Chinese (sexes, controls and cases, totals, bounds, ages, means).
+# Longest first, since they are replaced inside runs of characters.
 CHINESE = (
     ("女性", " female "),
     ("男性", " male "),
     ("女", " female "),
     ("男", " male "),
     ("合计", " total "),
+    ("总计", " total "),
+    ("对照", " control "),
+    ("病例", " case "),
+    ("年龄", " age "),
+    ("均值", " mean "),
+    ("平均", " mean "),
+    ("中位数", " median "),
     ("小于", " below "),
     ("低于", " below "),
     ("大于", " above "),

@@ -66,6 +66,7 @@ def test_stacked_blocks_sexes_and_ranges_are_named_as_people_say_them():
     assert value("How many women with genotype CC at the IL1B_511 locus are controls?", psoriasis) == "76"
     assert value("How many male controls have genotype CT at IL1B_511?", psoriasis) == "84"
     assert value("IL1B_511 位点男性 CC 基因型的 Total 是多少？", psoriasis) == "158"
+    assert value("IL1B_511 位点的女性对照组中 CT 基因型有多少人？", psoriasis) == "89"
     ages = table(AGES, 1)
     assert value("How many subjects aged 60 to 69 are in the lowest FLC group (below 3.38)?", ages) == "1690"
 
