@@ -1,5 +1,5 @@
-"""/ws/chat/: ask questions and receive the answer as it is made (ARCHITECTURE.md, Websocket
-protocol).
+"""/ws/chat/: ask questions and receive the answer as it is made. The protocol, also in the
+README's Answering section:
 
 Client → {"type": "ask", "question", "collections": [ids] | null, "conversation": id | null},
 {"type": "cancel"}, {"type": "ping"}. Server → started, strategy, rewrite, plan, step.start,

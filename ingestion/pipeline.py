@@ -105,7 +105,7 @@ def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> Ind
 
 
 def image_embedder() -> ImageEmbedder | None:
-    """The configured image embedder, or None (offline there is none: see MODELS.md)."""
+    """The configured image embedder, or None (offline there is none: README, Models)."""
     from assistant.providers import registry
 
     return registry.image_embedder() if registry.available("image_embedding") else None

@@ -2,6 +2,6 @@
 
     for event in answer(Ask(user, "年假可以累积吗？", conversation, (3,))): ...
 
-Events are plain dicts with a "type" (the websocket protocol of ARCHITECTURE.md); the
+Events are plain dicts with a "type" (the websocket protocol: assistant/consumers.py); the
 websocket consumer, the HTTP/SSE view and `manage.py chat` all read the same stream.
 """
