@@ -101,6 +101,16 @@ def test_hybrid_search_finds_the_right_chunk_in_both_languages(corpus, alice):
     assert hit.location["heading_path"] == ["Taxis"]
 
 
+def test_the_hits_beyond_k_follow_the_first_k_and_change_nothing_of_them(corpus, alice):
+    query = "How long do I have to hand in taxi receipts?"
+    ten = search(alice, query, k=10, rerank=False)
+    four = search(alice, query, k=4, rerank=False, beyond=6)
+    assert len(ten.hits) > 4
+    assert [hit.chunk_id for hit in four.hits] == [hit.chunk_id for hit in ten.hits[:4]]
+    assert [hit.chunk_id for hit in four.later] == [hit.chunk_id for hit in ten.hits[4:]]
+    assert search(alice, query, k=4, rerank=False).later == ()
+
+
 def test_a_user_never_gets_a_chunk_they_cannot_see(corpus, alice, charlie, api):
     secret = actions.do_create_collection(charlie, "charlie's")
     ingest(secret, {"secret.md": "# Secret\n\n北京每晚住宿标准是九百九十九元，这是机密。"})
