@@ -9,7 +9,7 @@ from portal import limits
 
 def test_a_rate_counts_the_last_60_seconds_whatever_the_clock_minute(monkeypatch):
     monkeypatch.setattr(limits, "PREFIX", f"test:{uuid.uuid4().hex}")
-    now = [1_000_050.0]  # ten seconds before a clock minute turns
+    now = [1_000_070.0]  # ten seconds before a clock minute turns (1,000,080 = 60 × 16,668)
     monkeypatch.setattr(limits.time, "time", lambda: now[0])
     assert limits.allow("asks", 1, 3)
     assert limits.allow("asks", 1, 3, amount=2)
