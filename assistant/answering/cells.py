@@ -33,6 +33,7 @@ from assistant.answering.values import normalise
 from assistant.retrieval.types import Hit
 
 CANDIDATES = 10  # hits searched for a cell: the answer's passages, then the tables after them
+TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
 CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
@@ -102,7 +103,7 @@ def with_cell(question: str, hits: Sequence[Hit], later: Sequence[Hit]) -> tuple
 
 def read(question: str, sources: Sequence[Source]) -> Cell | None:
     """The one cell of the sources' tables that the question names, or None."""
-    wanted = words(question)
+    wanted = words(TABLE_NUMBER.sub(" ", question))  # "Table 1" names the table, not a cell of "Step 1"
     if not wanted:
         return None
     scored: list[tuple[float, frozenset[str], Cell]] = []

@@ -77,6 +77,9 @@ def test_a_question_that_does_not_name_one_cell_is_left_to_the_model():
     assert value("Which model has the most parameters, fm_pois or fm_zinb?", countreg) is None  # two cells tie
     assert value("How many controls have genotype CC at IL1B_511?", psoriasis) is None  # men or women?
     assert value("What does the table say about fm_nbin?", countreg) is None  # a column, no row
+    steps = table([["", "Start", "Step 1", "Step 2"], ["AIC", "1872.1", "407.6", "405.2"]], 1)
+    assert value("表 1 里，起始模型（Start）的 AIC 是多少？", steps) == "1872.1"  # 表 1 is not "Step 1"
+    assert value("In Table 1, what AIC does Step 1 give?", steps) == "407.6"
     prose = table(COUNTREG, 4, kind="text")  # row sentences only count in a table chunk
     assert value("What AIC does the negative binomial model (fm_nbin) have?", prose) is None
     assert value("What is the Junior value in March?", countreg, psoriasis) is None  # nothing named
