@@ -51,10 +51,20 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for line in args.questions.read_text().splitlines():
         question = json.loads(line)
-        # As answering.pipeline does for a question answered directly.
+        # As answering.pipeline does for a question answered directly (_lexical_tables too).
         beyond = cells.CANDIDATES - settings.ANSWER_SOURCES
         results = search(user, question["question"], scope=scope, k=settings.ANSWER_SOURCES, beyond=beyond)
-        sources, cell = cells.with_cell(question["question"], results.hits, results.later)
+        lexical = search(
+            user,
+            question["question"],
+            scope=scope,
+            k=cells.CANDIDATES,
+            channels=("lexical",),
+            rerank=False,
+            media=False,
+        )
+        later = [*results.later, *(hit for hit in lexical.hits if hit.kind == "table")]
+        sources, cell = cells.with_cell(question["question"], results.hits, later)
         lacking = evidence.unsupported(question["question"], sources) if sources else []
         if cell is not None and lacking:
             cell = None

@@ -32,7 +32,7 @@ from assistant.answering.types import Source
 from assistant.answering.values import normalise
 from assistant.retrieval.types import Hit
 
-CANDIDATES = 10  # hits searched for a cell: the answer's passages, then the tables after them
+CANDIDATES = 10  # hits searched for a cell: the fused ones after the passages, and lexical ones
 TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
@@ -89,11 +89,16 @@ class Cell:
 
 def with_cell(question: str, hits: Sequence[Hit], later: Sequence[Hit]) -> tuple[tuple[Source, ...], Cell | None]:
     """The answer's passages (`hits` as [1], [2]...) and the one cell the question names,
-    read among them and the table chunks of the `later` hits: a table's chunk often ranks
-    under the prose of its own page. A cell read from a later hit brings that hit in as the
-    last passage, in place of the last one."""
+    read among them and the table chunks of the `later` hits (the next ones, and the lexical
+    channel's best): a table's chunk often ranks under the prose of its own page. A cell read
+    from a later hit brings that hit in as the last passage, in place of the last one."""
     first = tuple(Source(number, hit) for number, hit in enumerate(hits, start=1))
-    tables = [Source(number, hit) for number, hit in enumerate(later, start=len(hits) + 1) if hit.kind == "table"]
+    seen = {hit.chunk_id for hit in hits}
+    tables: list[Source] = []
+    for hit in later:
+        if hit.kind == "table" and hit.chunk_id not in seen:
+            seen.add(hit.chunk_id)
+            tables.append(Source(len(first) + len(tables) + 1, hit))
     cell = read(question, [*first, *tables])
     if cell is None or cell.source.number <= len(first) or not first:
         return first, cell
@@ -163,8 +168,8 @@ def _cells(source: Source) -> list[Cell]:
 def _scored(wanted: set[str], cells: Sequence[Cell]) -> list[tuple[float, frozenset[str], Cell]]:
     """Each cell with the question's words it names and their weight: its row header's and
     column path's words, each weighing log(cells / cells naming it); a word every cell names
-    names nothing. A cell counts only when the question names its row (where the table has
-    more than one) and its column (likewise)."""
+    names nothing. A cell counts only when the question names its row (a table's only row
+    too: a column alone is not enough) and its column (where the table has more than one)."""
     rows = [words(cell.row) for cell in cells]
     columns = [words(cell.column) for cell in cells]
     total = len(cells)
@@ -177,10 +182,11 @@ def _scored(wanted: set[str], cells: Sequence[Cell]) -> list[tuple[float, frozen
     many_columns = len({cell.column for cell in cells}) > 1
     scored: list[tuple[float, frozenset[str], Cell]] = []
     for cell, row, column in zip(cells, rows, columns, strict=True):
-        in_row = {word for word in row & wanted if word in weight}
+        # A table's only row is named by any of its words (they weigh nothing: every cell has them).
+        in_row = {word for word in row & wanted if word in weight or not many_rows}
         in_column = {word for word in (column - row) & wanted if word in weight}
-        if (many_rows and not in_row) or (many_columns and not in_column):
+        if (cell.row and not in_row) or (many_columns and not in_column):
             continue
         named = frozenset(in_row | in_column)
-        scored.append((sum(weight[word] for word in named), named, cell))
+        scored.append((sum(weight.get(word, 0.0) for word in named), named, cell))
     return scored

@@ -323,7 +323,7 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         )
         media_hits.extend(results.attachments)
         sources, cell = (
-            cells.with_cell(state.query, results.hits, results.later)
+            cells.with_cell(state.query, results.hits, [*results.later, *_lexical_tables(session, state.query)])
             if beyond
             else (answers.sources_of(results.hits), None)
         )
@@ -376,6 +376,16 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         unique = {hit.chunk_id: hit for hit in media_hits}
         state.attachments = answers.attachments(list(unique.values())[:MAX_ATTACHMENTS])
     yield {"type": "attachments", "attachments": state.attachments}
+
+
+def _lexical_tables(session: Session, query: str) -> list[Hit]:
+    """The table chunks among the lexical channel's best (answering.cells): a table's row
+    sentences say the words of a cell question, while the fusion may rank the page's prose
+    above them. One lexical query (milliseconds), no embedding, no reranking."""
+    found = search(
+        session.user, query, scope=session.scope, k=cells.CANDIDATES, channels=("lexical",), rerank=False, media=False
+    )
+    return [hit for hit in found.hits if hit.kind == "table"]
 
 
 def _generate(

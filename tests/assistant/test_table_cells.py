@@ -113,3 +113,19 @@ def test_a_table_ranked_under_the_passages_is_read_and_brought_in_as_the_last_on
     sources, cell = cells.with_cell("What is the Junior value in March?", prose, later)
     assert cell is None
     assert [source.hit for source in sources] == prose
+
+
+def test_a_tables_only_row_must_be_named_too():
+    deaths = table([["Name", "Profession", "Date of birth"], ["Pat Summit", "coach", "1952-06-14"]], 1)
+    # "dates" names the column; nothing names the row: a question about something else.
+    assert value("Which function then strips the dates off to give a plain matrix?", deaths) is None
+    assert value("What is Pat Summit's date of birth?", deaths) == "1952-06-14"
+
+
+def test_a_table_found_twice_is_read_once():
+    countreg = table(COUNTREG, 4, number=5).hit
+    prose = [table(COUNTREG, 4, number=n, kind="text").hit for n in range(1, 5)]
+    sources, cell = cells.with_cell("What AIC does fm_nbin have?", prose, [countreg, countreg])
+    assert cell is not None
+    assert cell.value == "24359.1"
+    assert [source.hit.chunk_id for source in sources] == [1, 2, 3, 5]
