@@ -93,6 +93,8 @@ def with_cell(question: str, hits: Sequence[Hit], later: Sequence[Hit]) -> tuple
     channel's best): a table's chunk often ranks under the prose of its own page. A cell read
     from a later hit brings that hit in as the last passage, in place of the last one."""
     first = tuple(Source(number, hit) for number, hit in enumerate(hits, start=1))
+    if not first:  # nothing found: nothing to read either
+        return first, None
     seen = {hit.chunk_id for hit in hits}
     tables: list[Source] = []
     for hit in later:
@@ -100,7 +102,7 @@ def with_cell(question: str, hits: Sequence[Hit], later: Sequence[Hit]) -> tuple
             seen.add(hit.chunk_id)
             tables.append(Source(len(first) + len(tables) + 1, hit))
     cell = read(question, [*first, *tables])
-    if cell is None or cell.source.number <= len(first) or not first:
+    if cell is None or cell.source.number <= len(first):
         return first, cell
     brought = Source(len(first), cell.source.hit)
     return (*first[:-1], brought), replace(cell, source=brought)

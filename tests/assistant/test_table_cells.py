@@ -113,6 +113,8 @@ def test_a_table_ranked_under_the_passages_is_read_and_brought_in_as_the_last_on
     sources, cell = cells.with_cell("What is the Junior value in March?", prose, later)
     assert cell is None
     assert [source.hit for source in sources] == prose
+    # No passage at all: no cell either, whatever came later.
+    assert cells.with_cell("What AIC does the negative binomial model (fm_nbin) have?", [], later) == ((), None)
 
 
 def test_a_tables_only_row_must_be_named_too():
