@@ -1,5 +1,5 @@
 """The table-cell reader (assistant.answering.cells) alone, on an evaluation's questions: for
-each question, the passages an answer would get (the same search, ANSWER_SOURCES hits), and
+each question, the passages an answer would get (answering.cells.search_with_cell), and
 whether the reader answers from them, with what, and whether that holds an answer key.
 No chat model: seconds, not the hour an answer run takes. Writes bench/results/<out>.json.
 
@@ -29,13 +29,10 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
-
 from assistant.answering import cells, evidence  # noqa: E402
 from assistant.answering.evaluation import key_coverage  # noqa: E402
 from assistant.management.commands.evaluate import default_user  # noqa: E402
 from assistant.retrieval.scope import scope_for  # noqa: E402
-from assistant.retrieval.search import search  # noqa: E402
 from knowledge.models import Collection  # noqa: E402
 
 
@@ -51,20 +48,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for line in args.questions.read_text().splitlines():
         question = json.loads(line)
-        # As answering.pipeline does for a question answered directly (_lexical_tables too).
-        beyond = cells.CANDIDATES - settings.ANSWER_SOURCES
-        results = search(user, question["question"], scope=scope, k=settings.ANSWER_SOURCES, beyond=beyond)
-        lexical = search(
-            user,
-            question["question"],
-            scope=scope,
-            k=cells.CANDIDATES,
-            channels=("lexical",),
-            rerank=False,
-            media=False,
-        )
-        later = [*results.later, *(hit for hit in lexical.hits if hit.kind == "table")]
-        sources, cell = cells.with_cell(question["question"], results.hits, later)
+        results, sources, cell = cells.search_with_cell(user, question["question"], scope)  # as answers search
         lacking = evidence.unsupported(question["question"], sources) if sources else []
         if cell is not None and lacking:
             cell = None

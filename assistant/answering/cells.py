@@ -27,10 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
+from django.conf import settings
+
+from assistant.answering.answer import sources_of
 from assistant.answering.evidence import COMMON
 from assistant.answering.types import Source
 from assistant.answering.values import normalise
-from assistant.retrieval.types import Hit
+from assistant.retrieval.scope import Scope
+from assistant.retrieval.search import search
+from assistant.retrieval.types import Hit, SearchResults
+from portal.typing import AnyUser
 
 CANDIDATES = 10  # hits searched for a cell: the fused ones after the passages, and lexical ones
 TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
@@ -87,12 +93,30 @@ class Cell:
     sentence: str  # the whole row sentence, for the citation's quote
 
 
+def search_with_cell(
+    user: AnyUser, query: str, scope: Scope, *, media: bool | None = None
+) -> tuple[SearchResults, tuple[Source, ...], Cell | None]:
+    """A direct question's search, its passages, and the one cell it names (None with
+    PORTAL_ANSWER_TABLE_CELLS off). The cell is read among the passages, the next fused hits
+    and the tables among the lexical channel's best: a table's row sentences say the words of
+    a cell question, while the fusion may rank the page's prose above them (one lexical query
+    more, no embedding, no reranking)."""
+    if not settings.ANSWER_TABLE_CELLS:
+        results = search(user, query, scope=scope, k=settings.ANSWER_SOURCES, media=media)
+        return results, sources_of(results.hits), None
+    beyond = max(CANDIDATES - settings.ANSWER_SOURCES, 0)
+    results = search(user, query, scope=scope, k=settings.ANSWER_SOURCES, media=media, beyond=beyond)
+    lexical = search(user, query, scope=scope, k=CANDIDATES, channels=("lexical",), rerank=False, media=False)
+    sources, cell = with_cell(query, results.hits, [*results.later, *lexical.hits])
+    return results, sources, cell
+
+
 def with_cell(question: str, hits: Sequence[Hit], later: Sequence[Hit]) -> tuple[tuple[Source, ...], Cell | None]:
     """The answer's passages (`hits` as [1], [2]...) and the one cell the question names,
     read among them and the table chunks of the `later` hits (the next ones, and the lexical
     channel's best): a table's chunk often ranks under the prose of its own page. A cell read
     from a later hit brings that hit in as the last passage, in place of the last one."""
-    first = tuple(Source(number, hit) for number, hit in enumerate(hits, start=1))
+    first = sources_of(hits)
     if not first:  # nothing found: nothing to read either
         return first, None
     seen = {hit.chunk_id for hit in hits}
@@ -172,8 +196,9 @@ def _scored(wanted: set[str], cells: Sequence[Cell]) -> list[tuple[float, frozen
     column path's words, each weighing log(cells / cells naming it); a word every cell names
     names nothing. A cell counts only when the question names its row (a table's only row
     too: a column alone is not enough) and its column (where the table has more than one)."""
-    rows = [words(cell.row) for cell in cells]
-    columns = [words(cell.column) for cell in cells]
+    said = {label: words(label) for label in {cell.row for cell in cells} | {cell.column for cell in cells}}
+    rows = [said[cell.row] for cell in cells]
+    columns = [said[cell.column] for cell in cells]
     total = len(cells)
     weight: dict[str, float] = {}
     for word in wanted:

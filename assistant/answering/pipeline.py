@@ -317,16 +317,8 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         session.mark("retrieval")
         sources = answers.sources_of_steps(steps)
     else:
-        beyond = max(cells.CANDIDATES - settings.ANSWER_SOURCES, 0) if settings.ANSWER_TABLE_CELLS else 0
-        results = search(
-            session.user, state.query, scope=session.scope, k=settings.ANSWER_SOURCES, media=wants_media, beyond=beyond
-        )
+        results, sources, cell = cells.search_with_cell(session.user, state.query, session.scope, media=wants_media)
         media_hits.extend(results.attachments)
-        sources, cell = (
-            cells.with_cell(state.query, results.hits, [*results.later, *_lexical_tables(session, state.query)])
-            if beyond
-            else (answers.sources_of(results.hits), None)
-        )
         session.mark("retrieval")
         yield {"type": "retrieval", "sources": [_preview(source.hit, language, source) for source in sources]}
     check()
@@ -334,16 +326,16 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
     lacking = evidence.unsupported(session.question, sources, remembered) if sources else []
     quotes: dict[int, str] = {}
     if cell is not None and lacking:  # the question names more than the cell's table holds: as without it
-        cell, sources = None, answers.sources_of(results.hits)
-        lacking = evidence.unsupported(session.question, sources, remembered)
-    if cell is not None:
-        log.info("Answered with a table cell (%s; %s): question %r", cell.row, cell.column, session.question[:100])
+        cell, plain = None, answers.sources_of(results.hits)
+        if plain != sources:  # the cell's chunk was brought in: the passages as they were
+            sources, lacking = plain, evidence.unsupported(session.question, plain, remembered)
     if not lacking and sources and not steps and cell is None:
         state.judge = _judge(session, state, model, sources, language)
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
         log.info("Not in the documents: %s (question %r)", ", ".join(lacking), session.question[:100])
         yield from _decline(session, state, sources, language, lacking)
     elif cell is not None:
+        log.info("Answered with a table cell (%s; %s): question %r", cell.row, cell.column, session.question[:100])
         state.checks["table_cell"] = 1
         state.text = prompts.table_cell(language, cell.value, cell.row, cell.column, cell.source.number)
         session.mark("first_token")
@@ -376,16 +368,6 @@ def _answer(session: Session, state: _State, model: ChatModel, cancelled: Callab
         unique = {hit.chunk_id: hit for hit in media_hits}
         state.attachments = answers.attachments(list(unique.values())[:MAX_ATTACHMENTS])
     yield {"type": "attachments", "attachments": state.attachments}
-
-
-def _lexical_tables(session: Session, query: str) -> list[Hit]:
-    """The table chunks among the lexical channel's best (answering.cells): a table's row
-    sentences say the words of a cell question, while the fusion may rank the page's prose
-    above them. One lexical query (milliseconds), no embedding, no reranking."""
-    found = search(
-        session.user, query, scope=session.scope, k=cells.CANDIDATES, channels=("lexical",), rerank=False, media=False
-    )
-    return [hit for hit in found.hits if hit.kind == "table"]
 
 
 def _generate(
