@@ -16,14 +16,20 @@ by a quarter of the others' mean (ABSENT_WEIGHT). The words that only ask to see
 ("show me", "photo", 照片) or that any question carries (多少, 里) are left out of that
 weight, and a picture that holds only colour words has no match. A picture whose match
 reaches PORTAL_PICTURE_MATCH is what the question asks for: search puts it first, ahead of
-the text (search._promoted)."""
+the text (search._promoted).
+
+An everyday word of the question also finds the label or family a description uses for it
+(picture_words.tsv: "kitten" finds "cat", "woman" "person", 鸭子 公鸭)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 from django.db import connection
 
@@ -94,6 +100,7 @@ LIMIT %s
 # would sink every true match, none would let "a ladybug on a tree trunk" match the ladybug on
 # a stem fully. Calibrated by bench/picture_match.py.
 ABSENT_WEIGHT = 0.25
+WORDS_FILE = Path(__file__).resolve().parent / "picture_words.tsv"
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,9 @@ def search_pictures(scope: Scope, query: str, vector: Sequence[float] | None, mo
 def forms(term: str) -> list[str]:
     """The term, then the shorter forms a description may use for it: an English plural's
     singular ("boats": "boat", "buses": "bus", "puppies": "puppy"), and a Chinese word's
-    endings, longest first, where its head noun is ("小狗": "狗", "红色公交车": "公交车", …)."""
+    endings, longest first, where its head noun is ("小狗": "狗", "红色公交车": "公交车", …),
+    or the word without a place it ends in ("花上": "花"); then the labels and families that
+    descriptions use for any of them (picture_words.tsv: "kittens": "cat")."""
     found = [term]
     if term.isascii() and term.isalpha() and len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
         if term.endswith("ies"):
@@ -138,7 +147,20 @@ def forms(term: str) -> list[str]:
         found.append(term[:-1])
     elif len(term) >= 2 and all(CJK.match(char) for char in term):
         found += [term[start:] for start in range(1, len(term))]
-    return found
+        if term[-1] in "上里中下前后旁边内外":
+            found.append(term[:-1])
+    named = description_words()
+    found += [word for form in found for word in named.get(form, ())]
+    return list(dict.fromkeys(found))
+
+
+@cache
+def description_words() -> dict[str, tuple[str, ...]]:
+    """Everyday words and the words of the picture descriptions that name the same thing
+    (picture_words.tsv, reviewed by hand): {"kitten": ("cat",), "鸭子": ("公鸭", "鸟"), …}."""
+    with WORDS_FILE.open(encoding="utf-8", newline="") as handle:
+        rows = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        return {row["word"]: tuple(row["description_words"].split()) for row in rows}
 
 
 def with_forms(wanted: Sequence[str]) -> list[str]:

@@ -5,6 +5,7 @@ inside the SQL, RRF, weights, rerank cap and media intent."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from django.db import connection, transaction
@@ -477,3 +478,41 @@ def test_a_pictures_match_counts_a_words_plural_and_a_chinese_words_head_noun():
     dogs = weights(["小狗"], counts, 40)
     assert coverage(["狗"], dogs) == 1.0
     assert coverage(["绿色", "photo"], weights(["绿色", "长颈鹿"], {"绿色": 5, "长颈鹿": 0}, 40)) == 0.0
+
+
+def test_a_pictures_match_hears_an_everyday_word_for_the_label_a_tagger_gives():
+    from assistant.retrieval.pictures import coverage, forms, weights
+
+    assert forms("kittens") == ["kittens", "kitten", "cat"]
+    assert forms("花上") == ["花上", "上", "花"]  # a place the word ends in, then the noun
+    assert forms("鸭子")[-2:] == ["公鸭", "鸟"]
+    counts = {"cat": 1, "person": 6, "uniform": 2, "flag": 0}
+    kitten = weights(["kitten"], counts, 30)
+    assert coverage(["cat", "photo"], kitten) == 1.0
+    woman = weights(["woman", "uniform", "flag"], counts, 30)
+    assert woman["woman"] > 0  # weighed as "person", which six pictures hold
+    assert coverage(["person", "uniform"], woman) > coverage(["uniform"], woman) > 0
+
+
+def test_every_everyday_picture_word_leads_to_words_that_descriptions_use():
+    """picture_words.tsv maps a question's word to the labels, families or COCO names of
+    assistant/providers/local/labels, in English or Chinese: a target no description can hold
+    would be a word that finds nothing."""
+    import csv
+
+    from assistant.retrieval.pictures import description_words
+    from ingestion.terms import terms
+
+    labels = Path(__file__).resolve().parents[2] / "assistant" / "providers" / "local" / "labels"
+    said: set[str] = set()
+    for name in ("imagenet.tsv", "coco.tsv"):
+        with (labels / name).open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+                for column in ("en", "zh", "family_en", "family_zh"):
+                    said |= set(terms(row[column]))
+    words = description_words()
+    assert len(words) >= 40
+    for word, targets in words.items():
+        assert targets, word
+        for target in targets:
+            assert target in said, f"{word} -> {target}: no label or family says it"

@@ -197,6 +197,26 @@ def test_a_picture_that_matches_only_a_colour_or_nothing_is_not_put_first(privat
 
 
 @pytest.mark.django_db
+def test_an_everyday_word_finds_the_photo_its_tagger_named_otherwise(private_collection, alice, settings):
+    """The tagger calls the kitten "tabby (cat)" and the duck "drake (bird)"; people ask for a
+    kitten, a duck, 小猫, 鸭子 (retrieval/picture_words.tsv)."""
+    kitten = ingest(private_collection, "photo-02.jpg", (EVAL / "en/photo-02.jpg").read_bytes())
+    duck = ingest(private_collection, "photo-07.jpg", (EVAL / "en/photo-07.jpg").read_bytes())
+    ingest(private_collection, "ladybird.jpg", (EVAL / "en/ladybird.jpg").read_bytes())
+    scope = scope_for(alice, None)
+    for question, document in (
+        ("Find the photo of a kitten", kitten),
+        ("有没有小猫的照片？", kitten),
+        ("Find the photo of a duck standing on the grass", duck),
+        ("找一张鸭子的照片", duck),
+    ):
+        pictures = search_pictures(scope, question, None, "", 10)
+        best = max(pictures.match, key=lambda pk: pictures.match[pk])
+        assert pictures.match[best] >= settings.PICTURE_MATCH, question
+        assert Chunk.objects.get(pk=best).document_id == document.pk, question
+
+
+@pytest.mark.django_db
 def test_with_tagging_off_a_photo_is_still_described_by_kind_and_colour(private_collection, settings):
     from dataclasses import replace
 
