@@ -416,9 +416,9 @@ SUMMARY_PROMPTS = {
 def summarize(text: str) -> str:
     """A short summary of a page by the chat model: found by "what is this page about"
     questions that no single chunk answers (seed 000's summary recall)."""
-    from assistant.answering.language import language_of
     from assistant.providers import chat_model
     from assistant.providers.base import ChatMessage
+    from common.language import language_of
 
     prompt = SUMMARY_PROMPTS[language_of(text)]
     result = chat_model().complete(

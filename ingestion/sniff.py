@@ -11,6 +11,7 @@ from typing import BinaryIO
 from django.core.files import File
 from django.utils.translation import gettext as _
 
+from common.image_types import image_type
 from ingestion.encoding import NotTextError, decode_text
 from ingestion.parsers.base import ParseError
 
@@ -27,14 +28,6 @@ SRT = "application/x-subrip"
 MP4, WEBM, MOV = "video/mp4", "video/webm", "video/quicktime"
 # Not a file type: a link to a video elsewhere (URL, title, description), stored as JSON.
 VIDEO_LINK = "application/x-portal-video-link"
-IMAGE_SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"II*\x00", "image/tiff"),
-    (b"MM\x00*", "image/tiff"),
-)
 MARKDOWN_NAMES = (".md", ".markdown", ".mdown")
 CSV_NAMES = (".csv", ".tsv")
 OFFICE_NAMES = (".docx", ".pptx", ".xlsx")
@@ -117,16 +110,6 @@ def _text_type(head: bytes, name: str) -> str:
     if name.endswith(CSV_NAMES):
         return CSV
     return MARKDOWN if name.endswith(MARKDOWN_NAMES) else TEXT
-
-
-def image_type(head: bytes) -> str | None:
-    """The image MIME type that these first bytes announce, or None for anything else."""
-    for signature, mime in IMAGE_SIGNATURES:
-        if head.startswith(signature):
-            return mime
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def _office_type(whole: Path | File | BinaryIO) -> str:

@@ -24,7 +24,7 @@ def ensure_render(page: Page) -> bool:
         return False
     import pymupdf
 
-    from ingestion.parsers.pdf import render_png
+    from common.render import render_png
 
     with page.document.file.open("rb") as handle, pymupdf.open(stream=handle.read(), filetype="pdf") as document:
         if page.number > document.page_count:

@@ -10,11 +10,11 @@ import re
 from django.conf import settings
 
 from assistant.answering import evidence, prompts
-from assistant.answering.language import language_of
 from assistant.answering.router import parse_json_object
 from assistant.answering.types import Plan
 from assistant.answering.values import normalise
 from assistant.providers.base import ChatMessage, ChatModel
+from common.language import language_of
 
 log = logging.getLogger(__name__)
 

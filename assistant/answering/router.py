@@ -23,10 +23,10 @@ from typing import Any, cast
 from django.conf import settings
 
 from assistant.answering import evidence, prompts
-from assistant.answering.language import Language, language_of
 from assistant.answering.types import STRATEGIES, Route, Strategy, Turn
 from assistant.answering.values import normalise
 from assistant.providers.base import ChatMessage, ChatModel
+from common.language import Language, language_of
 from ingestion.terms import terms
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from assistant.answering import passages
 from assistant.answering.answer import CITATION, cited
 from assistant.answering.evidence import TOKEN, said
-from assistant.answering.language import Language
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise, number_in, plain
+from common.language import Language
 
 LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*+])\s+", re.M)
 QUOTED = re.compile(r"[“\"「『`‘]([^”\"」』`’\n]{2,80})[”\"」』`’]")

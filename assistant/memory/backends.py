@@ -33,11 +33,11 @@ from mem0.vector_stores.pgvector import OutputData as Row
 from mem0.vector_stores.pgvector import PGVector, _build_filter_conditions
 from psycopg import sql
 
-from assistant.answering.language import language_of
 from assistant.memory.prompts import EXTRACTION
 from assistant.memory.revisions import about_user
 from assistant.providers import registry
 from assistant.providers.base import ChatMessage
+from common.language import language_of
 from ingestion.terms import terms
 
 log = logging.getLogger(__name__)

@@ -25,12 +25,12 @@ from django.db import connections
 from mem0.exceptions import LLMError
 from psycopg.conninfo import make_conninfo
 
-from assistant.answering.language import Language, language_of
 from assistant.memory import backends, revisions
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
 from assistant.providers import registry
 from assistant.providers.base import ChatMessage, ProviderError
+from common.language import Language, language_of
 from portal.typing import AnyUser
 
 log = logging.getLogger(__name__)

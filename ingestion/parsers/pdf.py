@@ -4,7 +4,6 @@ text beside them as caption, a PNG render for citations, and every block's bbox.
 
 from __future__ import annotations
 
-import math
 import statistics
 import unicodedata
 from collections.abc import Iterator
@@ -14,15 +13,12 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 
+from common.render import render_png
 from ingestion import tables as grids
 from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table, register
 
 RENDER_DPI = 110  # pictures PyMuPDF cannot extract alone are drawn from the page at this size
 OCR_DPI = 200  # pages the OCR reads are rendered sharper: small print needs the pixels
-# No render is larger than this: a page may be up to 200 inches a side (PDF's limit), which at
-# OCR_DPI would be 1.6 billion pixels (4.8 GB) from a file of a few hundred bytes; such a page
-# is drawn at the dpi that fits. 25 MP is an A0 poster at 130 dpi.
-MAX_RENDER_PIXELS = 25_000_000
 MIN_IMAGE_PX = 64  # smaller images are icons and rules, not content
 MAX_MARK = 24.0  # points: a drawing this small inside an empty table cell is a mark (✓, ●), not a rule
 BAND = 0.06  # top and bottom share of the page where running headers and footers live
@@ -94,19 +90,6 @@ class PdfParser(Parser):
                     raise ParseError(
                         _("Page %(number)s of the PDF cannot be read: %(error)s") % {"number": index + 1, "error": exc}
                     ) from exc
-
-
-def render_png(page: Any, dpi: int, clip: BBox | None = None) -> bytes:
-    """The page (or its `clip` area) drawn as a PNG at `dpi`, or at the lower dpi that keeps
-    it within MAX_RENDER_PIXELS."""
-    import pymupdf
-
-    area = pymupdf.Rect(clip) if clip is not None else page.rect
-    square_inches = (area.width / 72) * (area.height / 72)
-    if square_inches > 0:
-        dpi = max(1, min(dpi, math.floor(math.sqrt(MAX_RENDER_PIXELS / square_inches))))
-    data: bytes = page.get_pixmap(dpi=dpi, clip=area if clip is not None else None).tobytes("png")
-    return data
 
 
 def _reason(exc: Exception, path: Path) -> str:

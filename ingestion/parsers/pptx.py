@@ -221,7 +221,7 @@ def _renders(path: Path, hidden: list[bool]) -> Iterator[Render]:
             return
         import pymupdf
 
-        from ingestion.parsers.pdf import render_png
+        from common.render import render_png
 
         with pymupdf.open(pdf) as document:
             pages = _pdf_pages(hidden, document.page_count)

@@ -176,6 +176,7 @@ def test_a_poster_sized_page_is_rendered_within_the_pixel_cap(tmp_path, settings
     import pymupdf
     from PIL import Image
 
+    from common.render import MAX_RENDER_PIXELS, render_png
     from ingestion.parsers import pdf
 
     picture = io.BytesIO()
@@ -189,11 +190,11 @@ def test_a_poster_sized_page_is_rendered_within_the_pixel_cap(tmp_path, settings
     assert parsed.needs_ocr
     assert parsed.render is not None
     width, height = Image.open(io.BytesIO(parsed.render)).size
-    assert width * height <= pdf.MAX_RENDER_PIXELS
+    assert width * height <= MAX_RENDER_PIXELS
     assert width >= 4_900  # as large as the cap allows, not shrunk further
     with pymupdf.open(path) as again:  # the citation render and a clipped area likewise
-        whole = Image.open(io.BytesIO(pdf.render_png(again.load_page(0), pdf.RENDER_DPI))).size
-        clip = Image.open(io.BytesIO(pdf.render_png(again.load_page(0), pdf.OCR_DPI, clip=(0, 0, 5000, 2500)))).size
-    assert whole[0] * whole[1] <= pdf.MAX_RENDER_PIXELS
-    assert clip[0] * clip[1] <= pdf.MAX_RENDER_PIXELS
+        whole = Image.open(io.BytesIO(render_png(again.load_page(0), pdf.RENDER_DPI))).size
+        clip = Image.open(io.BytesIO(render_png(again.load_page(0), pdf.OCR_DPI, clip=(0, 0, 5000, 2500)))).size
+    assert whole[0] * whole[1] <= MAX_RENDER_PIXELS
+    assert clip[0] * clip[1] <= MAX_RENDER_PIXELS
     assert clip[0] > whole[0]  # half the area: a higher dpi fits
