@@ -36,10 +36,10 @@ from assistant.answering import router  # noqa: E402
 from assistant.answering.evaluation import key_coverage  # noqa: E402
 from assistant.answering.types import Source, Turn  # noqa: E402
 from assistant.management.commands.evaluate import find_user  # noqa: E402
-from assistant.providers.local.model_files import QWEN_CHAT_1_5B, ensure_model  # noqa: E402
 from assistant.retrieval.evaluation import load_questions  # noqa: E402
 from assistant.retrieval.search import search  # noqa: E402
 from common.language import Language, language_of  # noqa: E402
+from providers.local.model_files import QWEN_CHAT_1_5B, ensure_model  # noqa: E402
 
 
 def first_chars(question: str, sources: tuple[Source, ...], language: Language, budget_chars: int) -> str:

@@ -65,9 +65,9 @@ def collection(name: str):  # type: ignore[no-untyped-def]
 
 
 def ingest_inline(target, name: str, data: bytes) -> float:  # type: ignore[no-untyped-def]
-    from assistant.providers import registry
     from ingestion.pipeline import claim, ingest_document
     from knowledge import actions
+    from providers import registry
 
     started = time.perf_counter()
     _document, run = actions.do_add_document(target, name, data, enqueue=False)
@@ -80,8 +80,8 @@ def ingest_inline(target, name: str, data: bytes) -> float:  # type: ignore[no-u
 
 
 def throughput() -> dict[str, float]:
-    from assistant.providers import registry
     from knowledge.models import Chunk
+    from providers import registry
 
     target = collection("bench throughput")
     registry.text_embedder().embed_query("warm up")
@@ -165,7 +165,7 @@ def formats() -> dict[str, float]:
             pages = Document.objects.get(collection=target, rel_path=name).page_count
             results[f"{label}_pages"] = pages
             results[f"{label}_pages_per_s"] = pages / seconds
-    from assistant.providers import registry
+    from providers import registry
 
     page = image_files.scanned_pdf(Path(tempfile.mkdtemp()) / "o.pdf", ["Reimbursement form 报销单"] * 12)
     import pymupdf

@@ -307,8 +307,8 @@ def new_user(users: list[Any], stamp: str, name: str) -> Any:
 def warm_up() -> dict[str, float]:
     """Load the models and the memory service before anything is timed."""
     from assistant.memory.service import memories
-    from assistant.providers import registry
-    from assistant.providers.base import ChatMessage
+    from providers import registry
+    from providers.base import ChatMessage
 
     chat_s, _ = timed(lambda: registry.chat_model().complete([ChatMessage("user", "hi")], max_tokens=4))
     embed_s, _ = timed(lambda: registry.text_embedder().embed_query("hi"))
@@ -340,7 +340,7 @@ class TimedChat:
 
 def bench_remember(user: Any, turns: int) -> dict[str, Any]:
     from assistant.memory.service import memories
-    from assistant.providers import registry
+    from providers import registry
 
     model = registry.chat_model()
     stopwatch = TimedChat(model)
@@ -478,7 +478,7 @@ def fill(population: Population, writer: Writer, args: argparse.Namespace) -> di
 
 
 def embed(texts: list[str]) -> np.ndarray:
-    from assistant.providers import registry
+    from providers import registry
 
     embedder = registry.text_embedder()
     batches = []
@@ -604,7 +604,7 @@ def parts(population: Population, user: Any, query: str) -> dict[str, float]:
     from django.conf import settings
 
     from assistant.memory.service import memories
-    from assistant.providers import registry
+    from providers import registry
 
     store, uid = memories()._store, str(user.uid)
     depth = max(4 * 2 * settings.MEMORY_SEARCH_LIMIT, 60)

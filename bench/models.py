@@ -57,7 +57,7 @@ def bench_embedding(threads: int) -> dict[str, float]:
     setup_django()
     from django.conf import settings
 
-    from assistant.providers.local.embedder import LocalEmbedder
+    from providers.local.embedder import LocalEmbedder
 
     config = dataclasses.replace(settings.MODEL_ROLES["embedding"], threads=threads)
     embedder = LocalEmbedder(config)
@@ -72,8 +72,8 @@ def bench_embedding(threads: int) -> dict[str, float]:
 
 def bench_chat() -> dict[str, float]:
     setup_django()
-    from assistant.providers import chat_model
-    from assistant.providers.base import ChatMessage
+    from providers import chat_model
+    from providers.base import ChatMessage
 
     model = chat_model()
     model.complete([ChatMessage("user", "hi")], max_tokens=1)  # load
@@ -105,7 +105,7 @@ def bench_rerank() -> dict[str, float]:
     setup_django()
     from django.conf import settings
 
-    from assistant.providers.local.rerank import ChatJudgeReranker
+    from providers.local.rerank import ChatJudgeReranker
 
     reranker = ChatJudgeReranker(dataclasses.replace(settings.MODEL_ROLES["rerank"], provider="local"))
     passages = [ZH[:200], EN[:200], "公司年会定于 12 月 14 日举行。", "The server room is kept at 22 degrees."]
@@ -135,7 +135,7 @@ def a4_page(path: Path) -> None:
 
 def bench_ocr() -> dict[str, float]:
     setup_django()
-    from assistant.providers import ocr
+    from providers import ocr
 
     path = ROOT / "var" / "bench-a4.png"
     path.parent.mkdir(exist_ok=True)
@@ -150,7 +150,7 @@ def bench_speech() -> dict[str, float]:
     import wave
 
     setup_django()
-    from assistant.providers import speech_to_text
+    from providers import speech_to_text
 
     espeak = shutil.which("espeak-ng")
     if espeak is None:

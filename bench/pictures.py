@@ -39,8 +39,8 @@ def main() -> None:
     import numpy as np
     from PIL import Image
 
-    from assistant.providers import registry
     from ingestion import pictures
+    from providers import registry
 
     tagger = registry.picture_tagger()
     results: dict[str, dict[str, object]] = {}

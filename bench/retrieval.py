@@ -306,7 +306,7 @@ def generate(size: int, vocabulary: Vocabulary) -> Corpus:
 
 
 def word_vectors(vocabulary: Vocabulary) -> np.ndarray:
-    from assistant.providers import registry
+    from providers import registry
 
     embedder = registry.text_embedder()
     vectors = []
@@ -410,11 +410,11 @@ def build(size: int) -> tuple[list[int], dict[str, float]]:
     """Generate and load one corpus; its collection ids and seconds per phase."""
     from django.db import connection, transaction
 
-    from assistant.providers import registry
     from ingestion import stats
     from ingestion.pipeline import ensure_active_version, vector_index_sql
     from ingestion.terms import terms
     from knowledge.models import Collection, Document, IndexedDocument, IndexedPage, Page
+    from providers import registry
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
@@ -714,9 +714,9 @@ def recall(user: Any, scopes: dict[str, list[int]], texts: list[str]) -> dict[st
     from django.conf import settings
     from django.db import connection, transaction
 
-    from assistant.providers import registry
     from assistant.retrieval.dense import search_dense
     from assistant.retrieval.scope import scope_for
+    from providers import registry
 
     embedder = registry.text_embedder()
     depth = max(K, settings.RETRIEVAL_DEPTH)
@@ -896,7 +896,7 @@ def main() -> None:
         return
     from django.conf import settings
 
-    from assistant.providers import registry
+    from providers import registry
 
     texts = queries(args.queries)
     configs = {name: CONFIGS[name] for name in args.configs.split(",")}

@@ -155,8 +155,8 @@ def page_texts(path: Path, digest: str) -> list[str]:
 
 
 def _ocr_text(image: bytes) -> str:
-    from assistant.providers import registry
     from ingestion.enrich import MIN_CONFIDENCE
+    from providers import registry
 
     result = registry.ocr().read(image)
     return "\n".join(line.text for line in result.lines if line.confidence >= MIN_CONFIDENCE and line.text.strip())

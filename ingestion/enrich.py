@@ -20,11 +20,11 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from assistant.providers import registry
-from assistant.providers.base import ProviderError, Tag, Tags
 from ingestion import pictures, reading_order
 from ingestion.models import DerivedText
 from ingestion.parsers.base import BBox, Block, ParsedPage
+from providers import registry
+from providers.base import ProviderError, Tag, Tags
 
 log = logging.getLogger(__name__)
 MIN_CONFIDENCE = 0.5  # OCR lines read with less confidence than this are noise

@@ -1,6 +1,6 @@
 """What a picture is and what it shows, in words people search with (English and Chinese):
 its kind (photo, screenshot, scanned page, chart or diagram), its dominant colours and its
-objects' colours, the tags of the picture tagger (assistant.providers.local.tagger), and the
+objects' colours, the tags of the picture tagger (providers.local.tagger), and the
 date its camera recorded. The words become the picture's own chunk (kind "picture"), so a
 photo without any text in it is found by "the photo of a motorcycle" or "红色的车".
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.providers.base import Tags
+from providers.base import Tags
 
 SIDE = 160  # colours are counted on a picture this size: enough for shares, fast
 MIN_COLOUR_SHARE = 0.12  # of the picture (or of an object's box)

@@ -26,7 +26,6 @@ from django.db.models import F, Func, IntegerField, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from assistant.providers.base import ImageEmbedder, ProviderError, TextEmbedder, check_dims
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
 from ingestion.enrich import enrich
 from ingestion.models import IngestionRun
@@ -43,6 +42,7 @@ from knowledge.models import (
     Page,
     PageImage,
 )
+from providers.base import ImageEmbedder, ProviderError, TextEmbedder, check_dims
 
 log = logging.getLogger(__name__)
 EVENT_INTERVAL = 0.3  # seconds between progress events for one run
@@ -106,7 +106,7 @@ def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> Ind
 
 def image_embedder() -> ImageEmbedder | None:
     """The configured image embedder, or None (offline there is none: README, Models)."""
-    from assistant.providers import registry
+    from providers import registry
 
     return registry.image_embedder() if registry.available("image_embedding") else None
 
@@ -416,9 +416,9 @@ SUMMARY_PROMPTS = {
 def summarize(text: str) -> str:
     """A short summary of a page by the chat model: found by "what is this page about"
     questions that no single chunk answers (seed 000's summary recall)."""
-    from assistant.providers import chat_model
-    from assistant.providers.base import ChatMessage
     from common.language import language_of
+    from providers import chat_model
+    from providers.base import ChatMessage
 
     prompt = SUMMARY_PROMPTS[language_of(text)]
     result = chat_model().complete(

@@ -8,10 +8,10 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from assistant.providers import registry
-from assistant.providers.base import ProviderError
 from ingestion import pipeline
 from ingestion.models import IngestionRun
+from providers import registry
+from providers.base import ProviderError
 
 
 @shared_task(

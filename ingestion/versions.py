@@ -10,11 +10,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from assistant.providers.base import TextEmbedder
 from ingestion.models import IngestionRun
 from ingestion.pipeline import create_version, image_embedder, version_config
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Collection, Document, IndexedDocument, IndexVersion
+from providers.base import TextEmbedder
 
 
 def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bool = True) -> IndexVersion:

@@ -111,8 +111,8 @@ class CollectionAdmin(VisibleOnlyAdmin):
 
     @admin.action(description=_("Reindex: build a new index version in the background"))
     def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
-        from assistant.providers import registry
         from ingestion import versions
+        from providers import registry
 
         for collection in queryset:
             report(

@@ -12,7 +12,6 @@ from pathlib import Path
 from django.utils.translation import gettext_lazy as _
 from dotenv import load_dotenv
 
-from assistant.providers.config import load_roles
 from portal.env import (
     celery_redis_url,
     check_redis_url,
@@ -27,6 +26,7 @@ from portal.env import (
     parse_database_url,
     read_env_file,
 )
+from providers.config import load_roles
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -251,7 +251,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
 WORKER_CONCURRENCY = env_int("PORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 
-# Models, one provider per role (assistant/providers/config.py lists the variables).
+# Models, one provider per role (providers/config.py lists the variables).
 MODEL_THREADS = env_int("PORTAL_MODEL_THREADS", 2, minimum=1)
 MODEL_ROLES = load_roles(MODEL_THREADS)
 MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()

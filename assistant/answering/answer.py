@@ -14,11 +14,11 @@ from django.db.models import Q
 from assistant.answering import passages, prompts
 from assistant.answering.quote_box import quote_boxes
 from assistant.answering.types import Source, StepEvidence
-from assistant.providers.base import ChatMessage
 from assistant.retrieval.types import Hit
 from common.language import Language
 from ingestion.sniff import MOV, MP4, SRT, VTT, WEBM
 from knowledge.models import Document, Page
+from providers.base import ChatMessage
 
 SUBTITLES = (SRT, VTT)
 VIDEOS = (MP4, WEBM, MOV)

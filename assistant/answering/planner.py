@@ -13,8 +13,8 @@ from assistant.answering import evidence, prompts
 from assistant.answering.router import parse_json_object
 from assistant.answering.types import Plan
 from assistant.answering.values import normalise
-from assistant.providers.base import ChatMessage, ChatModel
 from common.language import language_of
+from providers.base import ChatMessage, ChatModel
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from django.conf import settings
 from assistant.answering import evidence, prompts
 from assistant.answering.types import STRATEGIES, Route, Strategy, Turn
 from assistant.answering.values import normalise
-from assistant.providers.base import ChatMessage, ChatModel
 from common.language import Language, language_of
 from ingestion.terms import terms
+from providers.base import ChatMessage, ChatModel
 
 log = logging.getLogger(__name__)
 

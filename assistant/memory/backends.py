@@ -35,10 +35,10 @@ from psycopg import sql
 
 from assistant.memory.prompts import EXTRACTION
 from assistant.memory.revisions import about_user
-from assistant.providers import registry
-from assistant.providers.base import ChatMessage
 from common.language import language_of
 from ingestion.terms import terms
+from providers import registry
+from providers.base import ChatMessage
 
 log = logging.getLogger(__name__)
 

@@ -28,10 +28,10 @@ from psycopg.conninfo import make_conninfo
 from assistant.memory import backends, revisions
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
-from assistant.providers import registry
-from assistant.providers.base import ChatMessage, ProviderError
 from common.language import Language, language_of
 from portal.typing import AnyUser
+from providers import registry
+from providers.base import ChatMessage, ProviderError
 
 log = logging.getLogger(__name__)
 

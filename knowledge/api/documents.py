@@ -281,8 +281,8 @@ class VersionActionView(APIView):
 
     @extend_schema(parameters=[COLLECTION_ID], request=None, responses={200: IndexVersionSerializer})
     def post(self, request: Request, collection_id: int, number: int | None = None) -> Response:
-        from assistant.providers import registry
         from ingestion import versions
+        from providers import registry
 
         collection = access_collection(request.user, collection_id, manage=True)
         if self.action_name == "reindex":

@@ -38,9 +38,9 @@ def files() -> dict[str, bytes]:
 
 def ingest_files(collection, files: dict[str, bytes]) -> None:
     """Upload and index here, with the configured embedder (no Celery worker needed)."""
-    from assistant.providers import registry
     from ingestion.pipeline import claim, ingest_document
     from knowledge import actions
+    from providers import registry
 
     for name, data in files.items():
         _document, run = actions.do_add_document(collection, name, data, enqueue=False)

@@ -17,8 +17,8 @@ from assistant.answering import planner, prompts, router
 from assistant.answering.pipeline import AskError, answer_events, collect, start
 from assistant.answering.types import Turn
 from assistant.models import Conversation, Message
-from assistant.providers.base import ChatMessage, ChatResult
 from knowledge.models import Chunk
+from providers.base import ChatMessage, ChatResult
 from tests.conftest import make_collection
 from tests.ingestion.files import ingest
 
@@ -435,7 +435,7 @@ def test_cancel_stops_the_answer_and_keeps_what_was_said(policies, alice):
 
 
 def test_a_model_failure_is_a_readable_error_and_the_question_is_kept(policies, alice):
-    from assistant.providers.base import ProviderError
+    from providers.base import ProviderError
 
     class Failing(ScriptedChat):
         def stream(self, messages, **kwargs):

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from assistant.answering import router
 from assistant.answering.pipeline import answer_events, collect, start
-from assistant.providers import registry
+from providers import registry
 from tests.assistant.test_answering import LEAVE, LEAVE_EN, ROUTE_CASES
 
 pytestmark = pytest.mark.django_db
@@ -78,8 +78,8 @@ def test_the_judge_and_the_answer_share_one_reading_of_the_passages(policies, al
     asked (a shared prefix is kept, not read wrongly), and higher where the passages answer."""
     from assistant.answering import answer as answers
     from assistant.answering import prompts
-    from assistant.providers.local.chat import LocalChatModel
     from assistant.retrieval.search import search
+    from providers.local.chat import LocalChatModel
 
     model = registry.chat_model()
     assert isinstance(model, LocalChatModel)

@@ -8,9 +8,9 @@ from unittest import mock
 
 import pytest
 
-from assistant.providers.base import ChatMessage, ProviderError
-from assistant.providers.config import RoleConfig
-from assistant.providers.dashscope import (
+from providers.base import ChatMessage, ProviderError
+from providers.config import RoleConfig
+from providers.dashscope import (
     DashScopeChatModel,
     DashScopeEmbedder,
     DashScopeImageEmbedder,
@@ -31,7 +31,7 @@ PNG = base64.b64decode(
 
 @pytest.fixture
 def wire():
-    with serve() as server, mock.patch("assistant.providers.retry.pause"):
+    with serve() as server, mock.patch("providers.retry.pause"):
         yield server
 
 
@@ -119,7 +119,7 @@ def test_it_names_timeout_and_address(wire):
         api_key="k",
         timeout=1.0,
     )
-    with mock.patch("assistant.providers.retry.pause"), pytest.raises(ProviderError, match="BASE_URL_CHAT"):
+    with mock.patch("providers.retry.pause"), pytest.raises(ProviderError, match="BASE_URL_CHAT"):
         DashScopeChatModel(gone).complete([ChatMessage("user", "x")])
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from assistant.providers import chat_model, ocr, registry, text_embedder
-from assistant.providers.base import ChatMessage, NotAvailable
+from providers import chat_model, ocr, registry, text_embedder
+from providers.base import ChatMessage, NotAvailable
 from tests.ingestion import files
 
 # query -> (the passage that answers it, passages that do not)
@@ -102,7 +102,7 @@ def test_it_reads_chinese_and_english_with_boxes(cjk_font, tmp_path):
 
 
 def test_it_reports_a_clear_error_for_a_broken_image(tmp_path):
-    from assistant.providers.base import ProviderError
+    from providers.base import ProviderError
 
     broken = tmp_path / "broken.png"
     broken.write_bytes(b"\x89PNG not really")

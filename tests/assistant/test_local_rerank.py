@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from assistant.providers import registry
-from assistant.providers.local.rerank import ChatJudgeReranker
+from providers import registry
+from providers.local.rerank import ChatJudgeReranker
 
 
 @pytest.fixture

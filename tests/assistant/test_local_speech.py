@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from assistant.providers import speech_to_text
-from assistant.providers.base import ProviderError
+from providers import speech_to_text
+from providers.base import ProviderError
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ from assistant.memory.service import (
     MemoryUnavailable,
     memories,
 )
-from assistant.providers import registry
-from assistant.providers.base import ChatResult, ProviderError
+from providers import registry
+from providers.base import ChatResult, ProviderError
 from tests.assistant.test_answering import ScriptedChat
 from tests.conftest import make_user, token_for
 

@@ -13,10 +13,10 @@ from assistant import busy
 from assistant.answering.pipeline import answer_events, start
 from assistant.memory.service import memories
 from assistant.models import Conversation, Message
-from assistant.providers import registry
 from assistant.tasks import remember_turn
 from ingestion.models import IngestionRun
 from portal.celery import app
+from providers import registry
 from tests.assistant.test_answering import ScriptedChat
 from tests.assistant.test_memory import Extractor
 from tests.conftest import make_collection

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from assistant.providers.base import ProviderError
-from assistant.providers.local import model_files
-from assistant.providers.local.model_files import SplitModel, ensure_model
+from providers.base import ProviderError
+from providers.local import model_files
+from providers.local.model_files import SplitModel, ensure_model
 
 
 @pytest.fixture

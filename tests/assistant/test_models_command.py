@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 from django.core.management import CommandError, call_command
 
-from assistant.providers import registry
+from providers import registry
 
 
 @pytest.fixture

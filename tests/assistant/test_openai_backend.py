@@ -8,10 +8,10 @@ from unittest import mock
 
 import pytest
 
-from assistant.providers.base import ChatMessage, ProviderError
-from assistant.providers.config import RoleConfig
-from assistant.providers.openai_compat import OpenAIChatModel, OpenAIEmbedder, OpenAIVisionModel
-from assistant.providers.rerank_http import HttpReranker
+from providers.base import ChatMessage, ProviderError
+from providers.config import RoleConfig
+from providers.openai_compat import OpenAIChatModel, OpenAIEmbedder, OpenAIVisionModel
+from providers.rerank_http import HttpReranker
 from tests.assistant.wire import Reply, chunks, completion, embeddings, serve
 
 PNG = base64.b64decode(
@@ -22,7 +22,7 @@ QUESTION = [ChatMessage("system", "Answer briefly."), ChatMessage("user", "é€€æ¬
 
 @pytest.fixture
 def wire():
-    with serve() as server, mock.patch("assistant.providers.retry.pause"):
+    with serve() as server, mock.patch("providers.retry.pause"):
         yield server
 
 
@@ -88,7 +88,7 @@ def test_it_names_the_base_url_when_nothing_listens():
     unreachable = RoleConfig(
         role="chat", provider="openai", model="m", base_url="http://127.0.0.1:1/v1", api_key="k", timeout=1.0
     )
-    with mock.patch("assistant.providers.retry.pause"), pytest.raises(ProviderError, match="BASE_URL_CHAT"):
+    with mock.patch("providers.retry.pause"), pytest.raises(ProviderError, match="BASE_URL_CHAT"):
         OpenAIChatModel(unreachable).complete(QUESTION)
 
 

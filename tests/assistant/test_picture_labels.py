@@ -1,4 +1,4 @@
-"""The picture tagger's label files (assistant/providers/local/labels/): 1,000 ImageNet classes and 80
+"""The picture tagger's label files (providers/local/labels/): 1,000 ImageNet classes and 80
 COCO classes, each with a Chinese name and a family from the fixed list. Reads the TSV files only;
 the English names are compared with the model package's own label file when it is installed."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-LABELS = Path(__file__).resolve().parents[2] / "assistant" / "providers" / "local" / "labels"
+LABELS = Path(__file__).resolve().parents[2] / "providers" / "local" / "labels"
 
 FAMILIES = {
     "dog": "狗",

@@ -5,9 +5,9 @@ import threading
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from assistant.providers import registry
-from assistant.providers.base import ProviderError, check_dims
-from assistant.providers.config import load_role
+from providers import registry
+from providers.base import ProviderError, check_dims
+from providers.config import load_role
 
 
 def test_it_builds_one_instance_per_role_across_threads(settings):

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
-from assistant.providers import registry
 from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
 from assistant.retrieval.lexical import query_terms, search_lexical
 from assistant.retrieval.scope import scope_for
@@ -19,6 +18,7 @@ from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
 from knowledge.models import Chunk, Collection, IndexVersion, TermStat
+from providers import registry
 from tests.conftest import token_for
 
 DOCS = {
@@ -440,7 +440,7 @@ def test_deleting_a_collection_skips_counting_each_document_out(corpus):
 
 
 def test_queries_are_embedded_on_one_thread_and_documents_keep_theirs(db):
-    from assistant.providers.local import embedder as local
+    from providers.local import embedder as local
 
     embedder = registry.text_embedder()
     if not isinstance(embedder, local.LocalEmbedder):
@@ -496,14 +496,14 @@ def test_a_pictures_match_hears_an_everyday_word_for_the_label_a_tagger_gives():
 
 def test_every_everyday_picture_word_leads_to_words_that_descriptions_use():
     """picture_words.tsv maps a question's word to the labels, families or COCO names of
-    assistant/providers/local/labels, in English or Chinese: a target no description can hold
+    providers/local/labels, in English or Chinese: a target no description can hold
     would be a word that finds nothing."""
     import csv
 
     from assistant.retrieval.pictures import description_words
     from ingestion.terms import terms
 
-    labels = Path(__file__).resolve().parents[2] / "assistant" / "providers" / "local" / "labels"
+    labels = Path(__file__).resolve().parents[2] / "providers" / "local" / "labels"
     said: set[str] = set()
     for name in ("imagenet.tsv", "coco.tsv"):
         with (labels / name).open(encoding="utf-8", newline="") as handle:

@@ -538,7 +538,7 @@ def mixed_pdf() -> bytes:
 
 
 def ingest_here(run: IngestionRun) -> IngestionRun:
-    from assistant.providers import registry
+    from providers import registry
 
     assert claim(run)
     ingest_document(run, registry.text_embedder())

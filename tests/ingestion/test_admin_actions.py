@@ -15,7 +15,7 @@ def media(settings, tmp_path):
 
 @pytest.fixture
 def indexed(db, private_collection):
-    from assistant.providers import registry
+    from providers import registry
 
     _document, run = actions.do_add_document(private_collection, "a.md", "# A\n\n正文。".encode(), enqueue=False)
     assert run is not None
@@ -42,8 +42,8 @@ def test_it_reindexes_and_rolls_back_from_the_admin(admin_client, indexed):
 
 
 def test_it_flips_a_kept_version_from_the_admin(admin_client, indexed):
-    from assistant.providers import registry
     from ingestion import versions
+    from providers import registry
 
     v2 = versions.start_reindex(indexed, registry.text_embedder(), enqueue=False)
     for run in IngestionRun.objects.filter(index_version=v2):

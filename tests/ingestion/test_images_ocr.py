@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from assistant.providers import registry
 from ingestion.models import DerivedText
 from ingestion.parsers.base import ParseError, parser_for
 from ingestion.sniff import sniff_bytes
 from knowledge.models import Chunk, Page, PageImage
+from providers import registry
 from tests.ingestion.files import ingest
 from tests.ingestion.image_files import photo_jpeg, scanned_pdf, text_image
 

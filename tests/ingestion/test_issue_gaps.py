@@ -19,8 +19,6 @@ from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 
-from assistant.providers import registry
-from assistant.providers.base import ProviderError
 from assistant.retrieval import search as search_module
 from assistant.retrieval.search import search
 from ingestion import versions
@@ -29,6 +27,8 @@ from ingestion.parsers.base import ParseError, parser_for
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
 from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexVersion
+from providers import registry
+from providers.base import ProviderError
 from tests.ingestion import media_files
 from tests.ingestion.files import png
 from tests.ingestion.image_files import photo_jpeg

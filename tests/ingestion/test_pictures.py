@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from assistant.providers import registry
-from assistant.providers.base import Tag, Tags
 from assistant.retrieval.pictures import search_pictures
 from assistant.retrieval.scope import scope_for
 from assistant.retrieval.search import search
 from ingestion import pictures
 from ingestion.models import DerivedText
 from knowledge.models import Chunk, PageImage
+from providers import registry
+from providers.base import Tag, Tags
 from tests.ingestion.files import ingest
 
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "files"

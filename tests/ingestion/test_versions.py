@@ -7,12 +7,12 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from assistant.providers import registry
 from ingestion import versions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
 from knowledge.models import Chunk, Collection, IndexedDocument, IndexVersion
+from providers import registry
 
 SENTENCE = "公司的差旅报销政策规定，员工出差期间的交通、住宿和餐饮费用可以凭发票报销。"
 

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.providers import registry
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
 from knowledge.models import Role
+from providers import registry
 from tests.conftest import set_role, token_for
 
 

@@ -13,10 +13,10 @@ from unittest import mock
 
 import pytest
 
-from assistant.providers import registry
-from assistant.providers.config import RoleConfig
 from ingestion.models import IngestionRun
 from knowledge.models import Chunk, Document
+from providers import registry
+from providers.config import RoleConfig
 from tests.assistant.wire import Reply, Wire, completion, serve
 from tests.ingestion.files import png
 from tests.ingestion.image_files import text_image
@@ -35,7 +35,7 @@ def media(settings, tmp_path):
 def vision(settings) -> Iterator[Wire]:
     """PROVIDER_VISION=openai with BASE_URL_VISION at the local server; the registry forgets
     the models it built before and after, so no other test sees this one."""
-    with serve() as wire, mock.patch("assistant.providers.retry.pause"):
+    with serve() as wire, mock.patch("providers.retry.pause"):
         config = RoleConfig("vision", "openai", "gpt-4o-mini", f"{wire.url}/v1", "sk-test", timeout=5.0)
         settings.MODEL_ROLES = {**settings.MODEL_ROLES, "vision": config}
         registry.reset()

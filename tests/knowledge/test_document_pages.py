@@ -177,9 +177,9 @@ def test_it_gives_charlie_404_and_lets_team_viewers_look(client, bob, charlie, t
 def test_it_draws_the_boxes_of_a_really_ingested_pdf(client, alice, private_collection, tmp_path):
     import pymupdf
 
-    from assistant.providers import registry
     from ingestion.models import IngestionRun
     from ingestion.pipeline import claim, ingest_document
+    from providers import registry
 
     pdf = pymupdf.open()
     pdf_page = pdf.new_page(width=600, height=800)

@@ -13,12 +13,12 @@ import pytest
 from django.db import OperationalError, connections
 from django.db.utils import DatabaseError
 
-from assistant.providers.base import ChatMessage, ProviderError
-from assistant.providers.config import RoleConfig
-from assistant.providers.openai_compat import OpenAIChatModel
 from portal import redact
 from portal.db import for_the_web
 from portal.supervisor import web_command
+from providers.base import ChatMessage, ProviderError
+from providers.config import RoleConfig
+from providers.openai_compat import OpenAIChatModel
 from tests.assistant.wire import Reply, serve
 
 PRODUCTION = {

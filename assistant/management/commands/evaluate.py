@@ -45,7 +45,6 @@ from django.utils import timezone
 from assistant.answering import pipeline as answering
 from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer_summary
 from assistant.models import Conversation, Message
-from assistant.providers import registry
 from assistant.retrieval.evaluation import (
     METRICS,
     PageKey,
@@ -62,6 +61,7 @@ from assistant.retrieval.types import CHANNELS, Channel
 from knowledge import actions
 from knowledge.models import Collection, Document, Membership, Role
 from portal.models import User
+from providers import registry
 
 NDCG_DEPTH = 10  # nDCG@10 needs ten hits whatever --k says
 TOP_SHOWN = 5  # hits kept per question in the JSON, to see what came instead of the gold page

@@ -12,10 +12,10 @@ from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assistant.providers import registry
 from ingestion import pipeline
 from knowledge import actions
 from knowledge.models import Collection, Document
+from providers import registry
 
 
 class Command(BaseCommand):

@@ -10,9 +10,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assistant.providers import registry
-from assistant.providers.base import ROLES, ChatMessage, NotAvailable, ProviderError, Role
-from assistant.providers.local.model_files import QWEN_CHAT_1_5B, TAGGER_FILES, WHISPER_BASE, SplitModel, ensure_model
+from providers import registry
+from providers.base import ROLES, ChatMessage, NotAvailable, ProviderError, Role
+from providers.local.model_files import QWEN_CHAT_1_5B, TAGGER_FILES, WHISPER_BASE, SplitModel, ensure_model
 
 # Local models whose weights are joined (or copied) from packages and verified, by role.
 LOCAL_FILES: dict[Role, tuple[SplitModel, ...]] = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ImproperlyConfigured
 
-from assistant.providers.base import ROLES, Role
+from providers.base import ROLES, Role
 
 # Which providers each role accepts, the default first.
 PROVIDERS: dict[Role, tuple[str, ...]] = {

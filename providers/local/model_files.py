@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from assistant.providers.base import ProviderError
+from providers.base import ProviderError
 
 log = logging.getLogger(__name__)
 CHUNK = 8 * 1024 * 1024

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assistant.providers import registry
-from assistant.providers.base import ChatMessage
-from assistant.providers.config import RoleConfig
-from assistant.providers.local.chat import LocalChatModel
+from providers import registry
+from providers.base import ChatMessage
+from providers.config import RoleConfig
+from providers.local.chat import LocalChatModel
 
 JUDGE = {
     "en": (

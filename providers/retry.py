@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from assistant.providers.base import ProviderError
+from providers.base import ProviderError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

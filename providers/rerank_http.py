@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 
-from assistant.providers.base import ProviderError
-from assistant.providers.config import RoleConfig
-from assistant.providers.remote import scores_by_index
-from assistant.providers.retry import with_retries
+from providers.base import ProviderError
+from providers.config import RoleConfig
+from providers.remote import scores_by_index
+from providers.retry import with_retries
 
 
 class HttpReranker:

@@ -9,9 +9,9 @@ from typing import Any
 
 from django.conf import settings
 
-from assistant.providers.base import AudioInput, ProviderError, Segment, Transcript
-from assistant.providers.config import RoleConfig
-from assistant.providers.local.model_files import WHISPER_BASE, ensure_model
+from providers.base import AudioInput, ProviderError, Segment, Transcript
+from providers.config import RoleConfig
+from providers.local.model_files import WHISPER_BASE, ensure_model
 
 
 class LocalSpeechToText:

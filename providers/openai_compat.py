@@ -11,10 +11,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError, json_mode_args, message_dicts
-from assistant.providers.config import RoleConfig
-from assistant.providers.remote import BatchedTextEmbedder
-from assistant.providers.retry import with_retries
+from providers.base import ChatMessage, ChatResult, ImageInput, ProviderError, json_mode_args, message_dicts
+from providers.config import RoleConfig
+from providers.remote import BatchedTextEmbedder
+from providers.retry import with_retries
 
 
 def map_error(config: RoleConfig, exc: Exception) -> ProviderError:
@@ -173,7 +173,7 @@ class OpenAIEmbedder(_Client, BatchedTextEmbedder):
 
 def data_url(image: ImageInput) -> str:
     """An image as a base64 data URL, the way OpenAI-style vision APIs take it."""
-    from ingestion.sniff import image_type
+    from common.image_types import image_type
 
     data = image if isinstance(image, bytes) else Path(image).read_bytes()
     named = None if isinstance(image, bytes) else mimetypes.guess_type(str(image))[0]

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from assistant.providers.base import ImageInput, OcrLine, OcrResult, ProviderError
-from assistant.providers.config import RoleConfig
+from providers.base import ImageInput, OcrLine, OcrResult, ProviderError
+from providers.config import RoleConfig
 
 # Bump when what read() returns for the same picture changes: enrichment caches the lines
 # under model_id (DerivedText), and an old entry must not pass for a new reading.

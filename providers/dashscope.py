@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from assistant.providers.base import ChatMessage, ChatResult, ImageInput, ProviderError, json_mode_args, message_dicts
-from assistant.providers.config import RoleConfig
-from assistant.providers.openai_compat import data_url
-from assistant.providers.remote import BatchedTextEmbedder, scores_by_index
-from assistant.providers.retry import with_retries
+from providers.base import ChatMessage, ChatResult, ImageInput, ProviderError, json_mode_args, message_dicts
+from providers.config import RoleConfig
+from providers.openai_compat import data_url
+from providers.remote import BatchedTextEmbedder, scores_by_index
+from providers.retry import with_retries
 
 # DashScope caps texts per embedding call (10 for text-embedding-v3/v4).
 EMBEDDING_BATCH = 10

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from assistant.providers.base import ProviderError
-from assistant.providers.config import RoleConfig
+from providers.base import ProviderError
+from providers.config import RoleConfig
 
 
 class BatchedTextEmbedder:

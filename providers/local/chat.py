@@ -12,9 +12,9 @@ from typing import Any
 
 from django.conf import settings
 
-from assistant.providers.base import ChatMessage, ChatResult, ProviderError, json_mode_args, message_dicts
-from assistant.providers.config import RoleConfig
-from assistant.providers.local.model_files import QWEN_CHAT_1_5B, ensure_model
+from providers.base import ChatMessage, ChatResult, ProviderError, json_mode_args, message_dicts
+from providers.config import RoleConfig
+from providers.local.model_files import QWEN_CHAT_1_5B, ensure_model
 
 # Prompt + answer budget; more costs memory (the KV cache) on a small machine.
 CONTEXT_TOKENS = 4096

@@ -22,9 +22,9 @@ from typing import Any
 
 from django.conf import settings
 
-from assistant.providers.base import ImageInput, ProviderError, Tag, Tags
-from assistant.providers.config import RoleConfig
-from assistant.providers.local.model_files import TAGGER_FILES, ensure_model
+from providers.base import ImageInput, ProviderError, Tag, Tags
+from providers.config import RoleConfig
+from providers.local.model_files import TAGGER_FILES, ensure_model
 
 LABELS = Path(__file__).resolve().parent / "labels"
 MAX_LABELS = 3

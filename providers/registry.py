@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from django.conf import settings
 
-from assistant.providers.base import (
+from providers.base import (
     OCR,
     ChatModel,
     ImageEmbedder,
@@ -25,24 +25,24 @@ from assistant.providers.base import (
     TextEmbedder,
     VisionModel,
 )
-from assistant.providers.config import RoleConfig
+from providers.config import RoleConfig
 
 IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
-    ("embedding", "local"): "assistant.providers.local.embedder:LocalEmbedder",
-    ("embedding", "openai"): "assistant.providers.openai_compat:OpenAIEmbedder",
-    ("embedding", "dashscope"): "assistant.providers.dashscope:DashScopeEmbedder",
-    ("image_embedding", "dashscope"): "assistant.providers.dashscope:DashScopeImageEmbedder",
-    ("rerank", "local"): "assistant.providers.local.rerank:ChatJudgeReranker",
-    ("rerank", "http"): "assistant.providers.rerank_http:HttpReranker",
-    ("rerank", "dashscope"): "assistant.providers.dashscope:DashScopeReranker",
-    ("chat", "local"): "assistant.providers.local.chat:LocalChatModel",
-    ("chat", "openai"): "assistant.providers.openai_compat:OpenAIChatModel",
-    ("chat", "dashscope"): "assistant.providers.dashscope:DashScopeChatModel",
-    ("vision", "openai"): "assistant.providers.openai_compat:OpenAIVisionModel",
-    ("vision", "dashscope"): "assistant.providers.dashscope:DashScopeVisionModel",
-    ("ocr", "local"): "assistant.providers.local.ocr:LocalOCR",
-    ("speech", "local"): "assistant.providers.local.speech:LocalSpeechToText",
-    ("tagging", "local"): "assistant.providers.local.tagger:LocalPictureTagger",
+    ("embedding", "local"): "providers.local.embedder:LocalEmbedder",
+    ("embedding", "openai"): "providers.openai_compat:OpenAIEmbedder",
+    ("embedding", "dashscope"): "providers.dashscope:DashScopeEmbedder",
+    ("image_embedding", "dashscope"): "providers.dashscope:DashScopeImageEmbedder",
+    ("rerank", "local"): "providers.local.rerank:ChatJudgeReranker",
+    ("rerank", "http"): "providers.rerank_http:HttpReranker",
+    ("rerank", "dashscope"): "providers.dashscope:DashScopeReranker",
+    ("chat", "local"): "providers.local.chat:LocalChatModel",
+    ("chat", "openai"): "providers.openai_compat:OpenAIChatModel",
+    ("chat", "dashscope"): "providers.dashscope:DashScopeChatModel",
+    ("vision", "openai"): "providers.openai_compat:OpenAIVisionModel",
+    ("vision", "dashscope"): "providers.dashscope:DashScopeVisionModel",
+    ("ocr", "local"): "providers.local.ocr:LocalOCR",
+    ("speech", "local"): "providers.local.speech:LocalSpeechToText",
+    ("tagging", "local"): "providers.local.tagger:LocalPictureTagger",
 }
 
 # What to tell a person when a role has no model with the current settings.

@@ -6,8 +6,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from assistant.providers.base import ProviderError
-from assistant.providers.config import RoleConfig
+from providers.base import ProviderError
+from providers.config import RoleConfig
 
 # A query is one short text: split over several OpenMP threads it gains little, and on a busy
 # machine each of its many parallel regions waits at a barrier for the slowest thread, which
