@@ -65,12 +65,12 @@ def collection(name: str):  # type: ignore[no-untyped-def]
 
 
 def ingest_inline(target, name: str, data: bytes) -> float:  # type: ignore[no-untyped-def]
+    from ingestion.actions import do_add_document
     from ingestion.pipeline import claim, ingest_document
-    from knowledge import actions
     from providers import registry
 
     started = time.perf_counter()
-    _document, run = actions.do_add_document(target, name, data, enqueue=False)
+    _document, run = do_add_document(target, name, data, enqueue=False)
     if run is not None:
         assert claim(run)
         ingest_document(run, registry.text_embedder())

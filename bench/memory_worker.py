@@ -49,6 +49,7 @@ from assistant.answering.pipeline import answer_events, start  # noqa: E402
 from assistant.memory.service import memories  # noqa: E402
 from assistant.models import Conversation, Message  # noqa: E402
 from assistant.tasks import remember_turn  # noqa: E402
+from ingestion.actions import do_add_document  # noqa: E402
 from ingestion.models import IngestionRun  # noqa: E402
 from knowledge import actions  # noqa: E402
 from portal.celery import app  # noqa: E402
@@ -143,7 +144,7 @@ def uploads(user: Any, collection: Any, setup: str, args: argparse.Namespace, lo
         for n in range(args.uploads):
             content = f"# Note {n}\n\nThe bench code word is zebra{uuid.uuid4().hex[:6]}.\n".encode()
             started = time.perf_counter()
-            _document, run = actions.do_add_document(collection, f"note-{setup}-{n}.md", content, enqueue=True)
+            _document, run = do_add_document(collection, f"note-{setup}-{n}.md", content, enqueue=True)
             assert run is not None
             wait_for(lambda run=run: _done(run), 600, "the upload")
             seconds.append(time.perf_counter() - started)

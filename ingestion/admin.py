@@ -1,13 +1,24 @@
+"""Admin: ingestion runs (cancel, retry), and the actions that start ingestion on knowledge's
+collections, documents and index versions (reindex, roll back, ingest again, flip). Those
+admins are knowledge's (knowledge/admin.py), registered again here with the actions added:
+knowledge may not import ingestion."""
+
 from __future__ import annotations
+
+from functools import partial
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 
+from ingestion import actions, versions
 from ingestion.models import IngestionRun
-from knowledge import actions
+from knowledge import admin as knowledge_admin
 from knowledge.admin import InCollectionAdmin
+from knowledge.feedback import report
+from knowledge.models import Collection, Document, IndexVersion
+from providers import registry
 
 
 @admin.register(IngestionRun)
@@ -46,3 +57,54 @@ class IngestionRunAdmin(InCollectionAdmin):
             assert run.document is not None
             actions.do_rerun_document(run.document)
         self.message_user(request, _("Ingestion queued."), level=messages.SUCCESS)
+
+
+admin.site.unregister([Collection, Document, IndexVersion])
+
+
+@admin.register(Collection)
+class CollectionAdmin(knowledge_admin.CollectionAdmin):
+    actions = ["reindex", "roll_back"]
+
+    @admin.action(description=_("Reindex: build a new index version in the background"))
+    def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
+        for collection in queryset:
+            report(
+                request,
+                partial(versions.start_reindex, collection, registry.text_embedder()),
+                _("Building a new index version of “%(name)s”.") % {"name": collection.name},
+            )
+
+    @admin.action(description=_("Roll back to the previous index version"))
+    def roll_back(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
+        for collection in queryset:
+            report(
+                request,
+                partial(versions.rollback, collection),
+                _("“%(name)s” is back on its previous index version.") % {"name": collection.name},
+            )
+
+
+@admin.register(Document)
+class DocumentAdmin(knowledge_admin.DocumentAdmin):
+    actions = ["rerun"]
+
+    @admin.action(description=_("Ingest again (keeps pages that are still valid)"))
+    def rerun(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        for document in queryset:
+            actions.do_rerun_document(document)
+        self.message_user(request, _("Ingestion queued."), level=messages.SUCCESS)
+
+
+@admin.register(IndexVersion)
+class IndexVersionAdmin(knowledge_admin.IndexVersionAdmin):
+    actions = ["make_active"]
+
+    @admin.action(description=_("Make this version active (flip)"))
+    def make_active(self, request: HttpRequest, queryset: QuerySet[IndexVersion]) -> None:
+        for version in queryset.exclude(status=IndexVersion.Status.BUILDING):
+            report(
+                request,
+                partial(versions.flip, version.collection, version),
+                _("Version %(number)s is now active.") % {"number": version.number},
+            )

@@ -7,6 +7,8 @@ class IngestionConfig(AppConfig):
     verbose_name = _("Ingestion")
 
     def ready(self) -> None:
-        from ingestion import stats
+        from ingestion import stats, versions
+        from knowledge import hooks
 
         stats.connect()
+        hooks.register_build_progress(versions.build_progress)

@@ -26,6 +26,7 @@ from django.db.models import F, Func, IntegerField, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ingestion.actions import do_rerun_document, enqueue_run
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
 from ingestion.enrich import enrich
 from ingestion.models import IngestionRun
@@ -504,8 +505,6 @@ def requeue_stale_runs(stale_after: timedelta) -> list[IngestionRun]:
     """Runs whose worker stopped mid-document (killed, out of memory, machine lost): mark them
     failed and queue the document again. The document stayed unsearchable meanwhile, and the
     new run keeps every page that was completed."""
-    from knowledge.actions import do_rerun_document
-
     cutoff = timezone.now() - stale_after
     stale = IngestionRun.objects.filter(status=IngestionRun.Status.RUNNING, heartbeat_at__lt=cutoff)
     requeued = []
@@ -530,8 +529,6 @@ def resend_lost_runs(stale_after: timedelta) -> list[IngestionRun]:
     run has a message waiting. Each such run queued for longer than `stale_after` (and not
     sent again since) is sent again; a run a worker holds already is claimed only once, so a
     second message for it does nothing. `heartbeat_at` of a queued run: when it was resent."""
-    from knowledge.actions import enqueue_run
-
     cutoff = timezone.now() - stale_after
     lost = IngestionRun.objects.filter(
         status=IngestionRun.Status.QUEUED,

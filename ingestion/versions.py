@@ -4,12 +4,16 @@ flips back to a kept version; retired versions beyond PORTAL_KEEP_VERSIONS are r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ingestion.actions import enqueue_run
 from ingestion.models import IngestionRun
 from ingestion.pipeline import create_version, image_embedder, version_config
 from knowledge.events import send_collection_event_on_commit
@@ -19,8 +23,6 @@ from providers.base import TextEmbedder
 
 def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bool = True) -> IndexVersion:
     """A new version with the current embedder and chunk settings, and a run per document."""
-    from knowledge.actions import enqueue_run
-
     with transaction.atomic():
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         if IndexVersion.objects.filter(collection=locked, status=IndexVersion.Status.BUILDING).exists():
@@ -34,6 +36,18 @@ def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bo
                 enqueue_run(run)
     complete_build_if_done(version)  # an empty collection is built at once
     return version
+
+
+def build_progress(version_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """(runs ended, runs in all) of each of these versions being built: the collection page's
+    progress bars (registered in knowledge.hooks by ingestion/apps.py)."""
+    ended = [IngestionRun.Status.SUCCEEDED, IngestionRun.Status.FAILED, IngestionRun.Status.CANCELLED]
+    return {
+        row["index_version_id"]: (row["done"], row["total"])
+        for row in IngestionRun.objects.filter(index_version_id__in=version_ids)
+        .values("index_version_id")
+        .annotate(total=Count("pk"), done=Count("pk", filter=Q(status__in=ended)))
+    }
 
 
 def reindex_outdated(embedder: TextEmbedder) -> list[IndexVersion]:

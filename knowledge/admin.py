@@ -3,18 +3,14 @@ and an object outside that is a 404 there too (no existence leak through the adm
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
-from django.urls import path
+from django.http import Http404, HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from knowledge import actions
-from knowledge.feedback import report
 from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Team
 
 
@@ -64,8 +60,7 @@ class MembershipAdmin(VisibleOnlyAdmin):
 
 @admin.register(Collection)
 class CollectionAdmin(VisibleOnlyAdmin):
-    actions = ["reindex", "roll_back"]
-    change_form_template = "admin/knowledge/collection/change_form.html"
+    """Reindex and roll back: ingestion/admin.py; the test search: assistant/admin.py."""
 
     list_display = ["name", "owner_user", "owner_team", "created_at", "updated_at"]
     search_fields = ["name", "owner_user__email", "owner_team__name"]
@@ -76,61 +71,6 @@ class CollectionAdmin(VisibleOnlyAdmin):
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Collection.objects.visible_to(request.user).values("pk"))
-
-    def get_urls(self) -> list[Any]:
-        urls = [
-            path(
-                "<path:object_id>/search/",
-                self.admin_site.admin_view(self.test_search),
-                name="knowledge_collection_search",
-            )
-        ]
-        return urls + super().get_urls()
-
-    def test_search(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Try a query on one collection and see every stage's score: why a result is there."""
-        from assistant.retrieval.scope import scope_of
-        from assistant.retrieval.search import search
-
-        collection = self.get_object(request, object_id)
-        query = request.GET.get("q", "").strip()
-        results = None
-        if query:
-            scope = scope_of(Collection.objects.filter(pk=collection.pk))
-            results = search(request.user, query, k=20, rerank=request.GET.get("rerank") == "on", scope=scope)
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "original": collection,
-            "title": _("Test search in “%(name)s”") % {"name": collection.name},
-            "query": query,
-            "results": results,
-            "rerank": request.GET.get("rerank") == "on",
-        }
-        return TemplateResponse(request, "admin/knowledge/collection/test_search.html", context)
-
-    @admin.action(description=_("Reindex: build a new index version in the background"))
-    def reindex(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
-        from ingestion import versions
-        from providers import registry
-
-        for collection in queryset:
-            report(
-                request,
-                partial(versions.start_reindex, collection, registry.text_embedder()),
-                _("Building a new index version of “%(name)s”.") % {"name": collection.name},
-            )
-
-    @admin.action(description=_("Roll back to the previous index version"))
-    def roll_back(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
-        from ingestion import versions
-
-        for collection in queryset:
-            report(
-                request,
-                partial(versions.rollback, collection),
-                _("“%(name)s” is back on its previous index version.") % {"name": collection.name},
-            )
 
 
 @admin.register(ApiToken)
@@ -164,13 +104,7 @@ class InCollectionAdmin(VisibleOnlyAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(InCollectionAdmin):
-    actions = ["rerun"]
-
-    @admin.action(description=_("Ingest again (keeps pages that are still valid)"))
-    def rerun(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
-        for document in queryset:
-            actions.do_rerun_document(document)
-        self.message_user(request, _("Ingestion queued."), level=messages.SUCCESS)
+    """Ingest again: ingestion/admin.py."""
 
     list_display = ["name", "collection", "mime", "status", "page_count", "size", "updated_at"]
     list_filter = ["status", "mime"]
@@ -184,18 +118,7 @@ class DocumentAdmin(InCollectionAdmin):
 
 @admin.register(IndexVersion)
 class IndexVersionAdmin(InCollectionAdmin):
-    actions = ["make_active"]
-
-    @admin.action(description=_("Make this version active (flip)"))
-    def make_active(self, request: HttpRequest, queryset: QuerySet[IndexVersion]) -> None:
-        from ingestion import versions
-
-        for version in queryset.exclude(status=IndexVersion.Status.BUILDING):
-            report(
-                request,
-                partial(versions.flip, version.collection, version),
-                _("Version %(number)s is now active.") % {"number": version.number},
-            )
+    """Make active (flip): ingestion/admin.py."""
 
     list_display = ["collection", "number", "status", "embedder_id", "dims", "created_at", "activated_at"]
     list_filter = ["status"]

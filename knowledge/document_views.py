@@ -1,5 +1,6 @@
 """Document pages: the page thumbnails, one page with its chunks drawn over the render, and
-the editors' delete and re-run buttons (form posts: they work without JavaScript)."""
+the editors' delete button (a form post: it works without JavaScript; re-run is
+ingestion/views.py)."""
 
 from __future__ import annotations
 
@@ -32,15 +33,6 @@ def document_delete(request: AuthedRequest, document_id: int) -> HttpResponse:
     actions.do_delete_document(document)
     messages.success(request, _("“%(name)s” deleted.") % {"name": name})
     return redirect("collection", collection_id)
-
-
-@login_required
-@require_POST
-def document_rerun(request: AuthedRequest, document_id: int) -> HttpResponse:
-    document = access_document(request.user, document_id, write=True)
-    actions.do_rerun_document(document)
-    messages.success(request, _("“%(name)s” is being indexed again.") % {"name": document.name})
-    return redirect("collection", document.collection_id)
 
 
 @login_required

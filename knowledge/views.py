@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from knowledge import actions
+from knowledge import actions, hooks
 from knowledge.access import access_collection, access_team, collection_role, role_in_team
 from knowledge.feedback import report
 from knowledge.forms import (
@@ -27,7 +27,6 @@ from knowledge.forms import (
     TokenForm,
 )
 from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Role, Team
-from portal.limits import upload_refused
 from portal.typing import AuthedRequest
 
 
@@ -114,30 +113,6 @@ def collection_rename(request: AuthedRequest, collection_id: int) -> HttpRespons
     collection.refresh_from_db()
     role = collection_role(request.user, collection)
     return render(request, "knowledge/collection.html", _collection_context(collection, role, form), status=400)
-
-
-@login_required
-@require_POST
-def collection_upload(request: AuthedRequest, collection_id: int) -> HttpResponse:
-    collection = access_collection(request.user, collection_id, write=True)
-    files = request.FILES.getlist("files")
-    if not files:
-        messages.error(request, _("Choose one or more files to upload."))
-    elif refused := upload_refused(request.user.pk, len(files)):
-        messages.error(request, refused)
-        files = []
-    for upload in files:
-        name = upload.name or "upload"
-        try:
-            _document, run = actions.do_add_document(collection, name, upload)
-        except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
-            continue
-        if run is None:
-            messages.info(request, _("“%(name)s” is unchanged.") % {"name": name})
-        else:
-            messages.success(request, _("“%(name)s” uploaded; indexing has started.") % {"name": name})
-    return redirect("collection", collection.pk)
 
 
 def _rename_form(collection: Collection) -> RenameCollectionForm:
@@ -228,17 +203,8 @@ class VersionRow:
 
 def _versions(collection: Collection) -> list[VersionRow]:
     """The kept index versions, newest first; a building one with how many of its runs ended."""
-    from ingestion.models import IngestionRun
-
     versions = list(collection.index_versions.order_by("-number"))
-    building = [v.pk for v in versions if v.status == IndexVersion.Status.BUILDING]
-    ended = [IngestionRun.Status.SUCCEEDED, IngestionRun.Status.FAILED, IngestionRun.Status.CANCELLED]
-    counts = {
-        row["index_version_id"]: (row["done"], row["total"])
-        for row in IngestionRun.objects.filter(index_version_id__in=building)
-        .values("index_version_id")
-        .annotate(total=Count("pk"), done=Count("pk", filter=Q(status__in=ended)))
-    }
+    counts = hooks.build_progress([v.pk for v in versions if v.status == IndexVersion.Status.BUILDING])
     return [VersionRow(v, v.pk == collection.active_version_id, *counts.get(v.pk, (0, 0))) for v in versions]
 
 

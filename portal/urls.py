@@ -12,11 +12,13 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("api/", include("ingestion.api.urls")),
     path("api/", include("knowledge.api.urls")),
     path("api/", include("assistant.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("assistant.urls")),
+    path("", include("ingestion.urls")),
     path("", include("knowledge.urls")),
 ]
 # MEDIA_URL is never served, not even with DEBUG: every stored file goes through a route

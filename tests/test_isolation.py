@@ -35,6 +35,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from assistant.memory.service import memories
 from assistant.models import Conversation, Message
+from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Document, Page, PageImage, Role
 from portal.routing import websocket_urlpatterns
@@ -156,7 +157,7 @@ def media(settings, tmp_path):
 
 
 def _document(collection, name: str, text: str) -> dict[str, Any]:
-    document, _run = actions.do_add_document(collection, name, f"# {name}\n\n{text}".encode(), enqueue=False)
+    document, _run = do_add_document(collection, name, f"# {name}\n\n{text}".encode(), enqueue=False)
     Document.objects.filter(pk=document.pk).update(error=f"{text}: alice's run failed" if "alice" in text else "")
     page = Page.objects.create(document=document, number=1, kind="section", content_sha256="0" * 64, text=text)
     page.render.save("1.png", ContentFile(b"\x89PNG " + text.encode()))

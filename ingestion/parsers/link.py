@@ -1,4 +1,4 @@
-"""A link to a video kept elsewhere (knowledge.actions.do_add_video_link stores it as JSON):
+"""A link to a video kept elsewhere (ingestion.actions.do_add_video_link stores it as JSON):
 its title, description and URL are what can be found, on one page that cites the URL."""
 
 from __future__ import annotations

@@ -1,64 +1,35 @@
-"""Documents through the API: upload (multipart, many files), add a video link, list, status,
-pages, delete, download the original, fetch a page render. Every lookup goes through the access helpers."""
+"""Documents through the API: list, status, pages, delete, download the original, fetch a page
+render, and a collection's index versions. Every lookup goes through the access helpers.
+Uploads, video links and the versions' actions start ingestion: ingestion/api/documents.py."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpResponse
 from django.http.response import HttpResponseBase
-from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import generics, serializers, status
-from rest_framework.exceptions import Throttled
-from rest_framework.parsers import MultiPartParser
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
-from knowledge.api.schema import THROTTLED
 from knowledge.api.serializers import DocumentSerializer, PageSerializer
-from knowledge.api.views import request_user
-from knowledge.models import Collection, Document, IndexVersion, Page, PageImage
+from knowledge.models import Document, IndexVersion, Page, PageImage
 from knowledge.renders import ensure_render
-from portal.limits import upload_refused
 
 COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParameter.PATH)
-UPLOAD_RESULT = inline_serializer(
-    "UploadResult",
-    {
-        "name": serializers.CharField(),
-        "document": serializers.IntegerField(allow_null=True),
-        "run": serializers.IntegerField(allow_null=True),
-        "unchanged": serializers.BooleanField(),
-        "error": serializers.CharField(allow_blank=True),
-    },
-    many=True,
-)
-
-LINK_RESULT = inline_serializer(
-    "LinkResult",
-    {
-        "name": serializers.CharField(),
-        "document": serializers.IntegerField(),
-        "run": serializers.IntegerField(allow_null=True),
-        "unchanged": serializers.BooleanField(),
-        "error": serializers.CharField(allow_blank=True),
-    },
-)
 
 
 class CollectionDocumentsView(generics.ListAPIView[Document]):
-    """GET: the collection's documents. POST (editors): upload files (multipart `files`)."""
+    """GET: the collection's documents (served with uploads by ingestion.api.documents)."""
 
     serializer_class = DocumentSerializer
-    parser_classes = [MultiPartParser]
 
     def get_queryset(self) -> QuerySet[Document]:
         if getattr(self, "swagger_fake_view", False):
@@ -69,89 +40,6 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
     @extend_schema(parameters=[COLLECTION_ID])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
-
-    @extend_schema(
-        parameters=[COLLECTION_ID],
-        request={
-            "multipart/form-data": {
-                "type": "object",
-                "properties": {
-                    "files": {"type": "array", "items": {"type": "string", "format": "binary"}, "minItems": 1}
-                },
-                "required": ["files"],
-            }
-        },
-        responses={
-            201: UPLOAD_RESULT,
-            400: OpenApiResponse(
-                {
-                    "oneOf": [
-                        {"type": "array", "items": {"$ref": "#/components/schemas/UploadResult"}},
-                        {"type": "object"},
-                    ]
-                },
-                description="No file could be stored (each file's `error`), or no `files` were sent.",
-            ),
-            429: THROTTLED,
-        },
-    )
-    def post(self, request: Request, collection_id: int) -> Response:
-        collection = access_collection(request.user, collection_id, write=True)
-        files = request.FILES.getlist("files")
-        if not files:
-            return Response({"detail": ["Send the files as multipart field “files”."]}, status=400)
-        refused = upload_refused(request_user(request).pk, len(files))
-        if refused:
-            raise Throttled(detail=refused)
-        results = []
-        for upload in files:
-            name = upload.name or "upload"
-            try:
-                document, run = actions.do_add_document(collection, name, upload)
-            except ValidationError as exc:
-                results.append(
-                    {"name": name, "document": None, "run": None, "unchanged": False, "error": " ".join(exc.messages)}
-                )
-                continue
-            results.append(
-                {
-                    "name": name,
-                    "document": document.pk,
-                    "run": run.pk if run else None,
-                    "unchanged": run is None,
-                    "error": "",
-                }
-            )
-        ok = any(not result["error"] for result in results)
-        return Response(results, status=status.HTTP_201_CREATED if ok else status.HTTP_400_BAD_REQUEST)
-
-
-class VideoLinkSerializer(serializers.Serializer[None]):
-    # Lengths and the URL's scheme are checked by actions.check_video_link, with its messages.
-    url = serializers.CharField(trim_whitespace=True)
-    title = serializers.CharField(trim_whitespace=True)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-
-
-class CollectionLinksView(APIView):
-    """POST (editors): add a link to a video kept elsewhere (URL, title, description); its
-    title and description become searchable and answers cite the URL."""
-
-    @extend_schema(parameters=[COLLECTION_ID], request=VideoLinkSerializer, responses={201: LINK_RESULT})
-    def post(self, request: Request, collection_id: int) -> Response:
-        collection = access_collection(request.user, collection_id, write=True)
-        form = VideoLinkSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
-        document, run = actions.do_add_video_link(collection, data["url"], data["title"], data["description"])
-        result = {
-            "name": document.name,
-            "document": document.pk,
-            "run": run.pk if run else None,
-            "unchanged": run is None,
-            "error": "",
-        }
-        return Response(result, status=status.HTTP_201_CREATED)
 
 
 class DocumentView(generics.RetrieveDestroyAPIView[Document]):
@@ -271,35 +159,3 @@ class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
     @extend_schema(parameters=[COLLECTION_ID])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
-
-
-class VersionActionView(APIView):
-    """Owners and team admins: `reindex` builds a new version, `rollback` returns to the
-    previous one, `activate` flips to a kept version by number."""
-
-    action_name = ""
-
-    @extend_schema(parameters=[COLLECTION_ID], request=None, responses={200: IndexVersionSerializer})
-    def post(self, request: Request, collection_id: int, number: int | None = None) -> Response:
-        from ingestion import versions
-        from providers import registry
-
-        collection = access_collection(request.user, collection_id, manage=True)
-        if self.action_name == "reindex":
-            version = versions.start_reindex(collection, registry.text_embedder())
-        elif self.action_name == "rollback":
-            version = versions.rollback(collection)
-        else:
-            version = self._kept_version(collection, number or 0)
-            versions.flip(collection, version)
-            version.refresh_from_db()
-        return Response(IndexVersionSerializer(version).data)
-
-    @staticmethod
-    def _kept_version(collection: Collection, number: int) -> IndexVersion:
-        found = IndexVersion.objects.filter(collection=collection, number=number).first()
-        if found is None:
-            raise Http404
-        if found.status == IndexVersion.Status.BUILDING:
-            raise ValidationError(_("That version is still being built; it becomes active by itself when done."))
-        return found

@@ -3,6 +3,8 @@ from rest_framework.routers import DefaultRouter
 
 from knowledge.api import documents, views
 
+# A collection's documents (listed here, uploaded there), video links and the index versions'
+# actions are routed in ingestion/api/urls.py: uploading and those actions start ingestion.
 router = DefaultRouter()
 router.register("teams", views.TeamViewSet, basename="team")
 router.register(r"teams/(?P<team_pk>[0-9]+)/members", views.MembershipViewSet, basename="team-member")
@@ -11,34 +13,9 @@ router.register("tokens", views.ApiTokenViewSet, basename="token")
 
 urlpatterns = [
     path(
-        "collections/<int:collection_id>/documents/",
-        documents.CollectionDocumentsView.as_view(),
-        name="collection-documents",
-    ),
-    path(
-        "collections/<int:collection_id>/links/",
-        documents.CollectionLinksView.as_view(),
-        name="collection-links",
-    ),
-    path(
         "collections/<int:collection_id>/versions/",
         documents.CollectionVersionsView.as_view(),
         name="collection-versions",
-    ),
-    path(
-        "collections/<int:collection_id>/reindex/",
-        documents.VersionActionView.as_view(action_name="reindex"),
-        name="collection-reindex",
-    ),
-    path(
-        "collections/<int:collection_id>/rollback/",
-        documents.VersionActionView.as_view(action_name="rollback"),
-        name="collection-rollback",
-    ),
-    path(
-        "collections/<int:collection_id>/versions/<int:number>/activate/",
-        documents.VersionActionView.as_view(action_name="activate"),
-        name="collection-version-activate",
     ),
     path("documents/<int:pk>/", documents.DocumentView.as_view(), name="document-detail"),
     path("documents/<int:pk>/pages/", documents.DocumentPagesView.as_view(), name="document-pages"),

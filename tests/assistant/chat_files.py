@@ -38,8 +38,8 @@ def files() -> dict[str, bytes]:
 
 def ingest_files(collection, files: dict[str, bytes]) -> None:
     """Upload and index here, with the configured embedder (no Celery worker needed)."""
+    from ingestion import actions
     from ingestion.pipeline import claim, ingest_document
-    from knowledge import actions
     from providers import registry
 
     for name, data in files.items():

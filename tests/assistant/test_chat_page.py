@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from assistant.chat_views import linked
 from assistant.models import Conversation, Message
+from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Page
 
@@ -33,7 +34,7 @@ def citations_json(page: str) -> dict[str, list[dict]]:
 
 @pytest.fixture
 def cited_page(private_collection) -> Page:
-    document, _run = actions.do_add_document(private_collection, "policy.pdf", b"%PDF-1.4 stand-in")
+    document, _run = do_add_document(private_collection, "policy.pdf", b"%PDF-1.4 stand-in")
     page = Page.objects.create(
         document=document, number=2, kind="pdf_page", content_sha256="0" * 64, width=612.0, height=792.0
     )

@@ -8,7 +8,7 @@ from assistant.answering import evidence, router
 from assistant.answering.types import Source, Turn
 from assistant.answering.values import normalise
 from assistant.retrieval.types import Hit
-from knowledge import actions
+from ingestion import actions
 from knowledge.models import Document, Page
 
 

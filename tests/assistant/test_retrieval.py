@@ -14,6 +14,7 @@ from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighte
 from assistant.retrieval.lexical import query_terms, search_lexical
 from assistant.retrieval.scope import scope_for
 from assistant.retrieval.search import search
+from ingestion.actions import do_add_document
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge import actions
@@ -38,7 +39,7 @@ def media(settings, tmp_path):
 
 def ingest(collection: Collection, docs: dict[str, str]) -> None:
     for name, text in docs.items():
-        _document, run = actions.do_add_document(collection, name, text.encode(), enqueue=False)
+        _document, run = do_add_document(collection, name, text.encode(), enqueue=False)
         assert run is not None
         assert claim(run)
         ingest_document(run, registry.text_embedder())
@@ -139,7 +140,7 @@ def test_filtered_hnsw_still_returns_k_results(corpus, alice):
     """A version where most chunks belong to a document still being indexed (not searchable):
     the iterative scan keeps reading the graph until k searchable chunks are found."""
     version = IndexVersion.objects.get(pk=corpus.active_version_id)
-    hidden = actions.do_add_document(corpus, "hidden.md", b"# Hidden\n\nnot yet", enqueue=False)[0]
+    hidden = do_add_document(corpus, "hidden.md", b"# Hidden\n\nnot yet", enqueue=False)[0]
     page = hidden.pages.create(number=1, kind="section", content_sha256="0" * 64)
     vector = registry.text_embedder().embed_query("北京出差每晚住宿")
     Chunk.objects.bulk_create(

@@ -35,9 +35,9 @@ from django.core.files.storage import FileSystemStorage
 from django.utils import translation
 
 from assistant.models import Message
+from ingestion.actions import do_add_document, do_rerun_document
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
 from knowledge.models import Chunk, Document, IndexedDocument, Page
 from portal.supervisor import web_command, worker_command
 from tests.assistant.chat_files import policy_pdf
@@ -474,7 +474,7 @@ def test_an_embedder_that_fails_then_recovers_is_retried_and_the_run_completes(
 ):
     embedding_wire.requests.clear()
     embedding_wire.failures, embedding_wire.status = 3, 500  # every attempt of the first try
-    document, run = actions.do_add_document(private_collection, "notes.md", b"# Leave\n\nTen days a year.\n")
+    document, run = do_add_document(private_collection, "notes.md", b"# Leave\n\nTen days a year.\n")
     assert run is not None
     wait_for(lambda: len(embedding_wire.requests) >= 4, 60, "a second try", remote_embedding_worker)
     run = finished(run, remote_embedding_worker)
@@ -489,7 +489,7 @@ def test_an_embedder_that_keeps_failing_leaves_a_readable_error(
 ):
     embedding_wire.requests.clear()
     embedding_wire.failures, embedding_wire.status = 10**6, 401  # a refused key does not pass
-    document, run = actions.do_add_document(private_collection, "notes.md", b"# Leave\n\nTen days a year.\n")
+    document, run = do_add_document(private_collection, "notes.md", b"# Leave\n\nTen days a year.\n")
     assert run is not None
     run = finished(run, remote_embedding_worker)
     assert run.status == "failed"
@@ -497,7 +497,7 @@ def test_an_embedder_that_keeps_failing_leaves_a_readable_error(
     assert len(embedding_wire.requests) == 1
     assert Document.objects.get(pk=document.pk).error == run.error
     embedding_wire.failures = 0
-    again = finished(actions.do_rerun_document(document), remote_embedding_worker)
+    again = finished(do_rerun_document(document), remote_embedding_worker)
     assert again.status == "succeeded", again.error
 
 
@@ -547,7 +547,7 @@ def ingest_here(run: IngestionRun) -> IngestionRun:
 
 
 def test_a_full_disk_while_saving_a_render_fails_the_run_cleanly_and_a_retry_completes(private_collection):
-    document, run = actions.do_add_document(private_collection, "mixed.pdf", mixed_pdf(), enqueue=False)
+    document, run = do_add_document(private_collection, "mixed.pdf", mixed_pdf(), enqueue=False)
     assert run is not None
     with disk_full_for("/renders/"):
         run = ingest_here(run)
@@ -563,7 +563,7 @@ def test_a_full_disk_while_saving_a_render_fails_the_run_cleanly_and_a_retry_com
     for page in Page.objects.filter(document=document, render__gt=""):
         assert page.render.storage.exists(page.render.name)  # no row names a missing file
 
-    again = ingest_here(actions.do_rerun_document(document, enqueue=False))
+    again = ingest_here(do_rerun_document(document, enqueue=False))
     assert again.status == "succeeded", again.error
     scan = Page.objects.get(document=document, number=2)
     assert scan.render.size > 64  # the whole picture this time

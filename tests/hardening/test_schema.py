@@ -55,6 +55,7 @@ from schemathesis.specs.openapi.checks import (
 from assistant.answering import prompts
 from assistant.memory.service import memories
 from assistant.models import Conversation, Message
+from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Document, IndexVersion, Membership, Page, PageImage
 from tests.assistant.wire import Reply, chunks, completion, serve
@@ -126,7 +127,7 @@ def media(settings, tmp_path):
 def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> dict[str, list[Any]]:
     """alice's things, by kind, for the path parameters; the document ingested by the worker."""
     pdf = handbook_pdf(tmp_path / "handbook.pdf").read_bytes()
-    document, _run = actions.do_add_document(private_collection, "handbook.pdf", pdf)
+    document, _run = do_add_document(private_collection, "handbook.pdf", pdf)
     busy = (Document.Status.PENDING, Document.Status.PROCESSING)
     wait_for(lambda: Document.objects.filter(pk=document.pk).exclude(status__in=busy).exists(), 180, "ingestion")
     document.refresh_from_db()

@@ -74,9 +74,9 @@ def handbook_pdf(path: Path) -> Path:
 
 def ingest(collection: Collection, name: str, data: bytes) -> Document:
     """`data` added to `collection` as `name` and indexed in this process by the real pipeline."""
+    from ingestion import actions
     from ingestion.models import IngestionRun
     from ingestion.pipeline import claim, ingest_document
-    from knowledge import actions
     from providers import registry
 
     document, run = actions.do_add_document(collection, name, data, enqueue=False)

@@ -47,9 +47,9 @@ def test_a_workbook_missing_its_workbook_part_names_it(tmp_path):
 
 @pytest.mark.django_db
 def test_a_bomb_fails_its_own_run_and_keeps_what_was_stored(private_collection, settings, tmp_path):
+    from ingestion import actions
     from ingestion.models import IngestionRun
     from ingestion.pipeline import claim, ingest_document
-    from knowledge import actions
     from knowledge.models import Document
     from providers import registry
 

@@ -148,7 +148,7 @@ def test_hostile_and_long_names_are_stored_safely_with_their_extension(api, alic
 def test_an_original_is_served_in_byte_ranges_for_video_seeking(
     api, alice, private_collection, header, status, content_range, body
 ):
-    from knowledge import actions
+    from ingestion import actions
 
     document, _run = actions.do_add_document(private_collection, "clip.txt", b"0123456789" * 4, enqueue=False)
     token_for(api, alice)

@@ -123,7 +123,7 @@ def test_subtitles_become_timed_chunks(private_collection, embedder, tmp_path):
 
 
 def test_a_video_link_is_searchable_by_its_text(private_collection, embedder):
-    from knowledge import actions
+    from ingestion import actions
 
     document, run = actions.do_add_video_link(
         private_collection, "https://videos.example.com/onboarding", "Onboarding 入职培训", "How to file expenses"

@@ -21,11 +21,10 @@ from django.urls import reverse
 
 from assistant.retrieval import search as search_module
 from assistant.retrieval.search import search
-from ingestion import versions
+from ingestion import actions, versions
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError, parser_for
 from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
 from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexVersion
 from providers import registry
 from providers.base import ProviderError

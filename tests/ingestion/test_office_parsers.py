@@ -6,13 +6,13 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
+from ingestion import actions
 from ingestion.chunking import chunk_page
 from ingestion.parsers import pptx as pptx_parser
 from ingestion.parsers.base import ParsedPage, ParseError, parser_for
 from ingestion.parsers.docx import DocxParser, image_png
 from ingestion.parsers.pptx import PptxParser
 from ingestion.sniff import DOCX, PPTX, ZIP, check_indexable, sniff, sniff_bytes
-from knowledge import actions
 from knowledge.models import Document
 from tests.ingestion.files import png
 from tests.ingestion.office_files import (

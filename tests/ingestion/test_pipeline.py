@@ -9,9 +9,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
+from ingestion import actions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
 from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage, PageImage
 from knowledge.renders import ensure_render
 from providers import registry

@@ -11,9 +11,9 @@ import psutil
 import pytest
 from django.utils import timezone
 
+from ingestion import actions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import requeue_stale_runs
-from knowledge import actions
 from knowledge.models import Document, IndexedDocument, IndexedPage
 from tests.conftest import celery_worker, wait_for
 

@@ -7,10 +7,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from ingestion import versions
+from ingestion import actions, versions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
 from knowledge.models import Chunk, Collection, IndexedDocument, IndexVersion
 from providers import registry
 

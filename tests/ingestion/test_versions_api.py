@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from ingestion import actions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
-from knowledge import actions
 from knowledge.models import Role
 from providers import registry
 from tests.conftest import set_role, token_for

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
+from ingestion import actions
 from ingestion.parsers.base import parser_for
 from ingestion.sniff import VIDEO_LINK
-from knowledge import actions
 from knowledge.models import Document, Role
 from tests.conftest import set_role, token_for
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from ingestion import actions
 from ingestion.models import IngestionRun
-from knowledge import actions
 from knowledge.models import Collection, Document, IndexVersion, Role
 from tests.conftest import set_role
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.files.base import ContentFile
 from django.urls import reverse
 
-from knowledge import actions
+from ingestion import actions
 from knowledge.models import Chunk, Collection, Document, IndexVersion, Page, PageImage
 
 

@@ -135,7 +135,7 @@ def test_it_renders_pages_in_chinese(client, alice):
 
 
 def test_the_dashboard_counts_each_collections_documents_by_status(client, alice, bob, private_collection):
-    from knowledge import actions
+    from ingestion import actions
     from knowledge.models import Document
 
     for name in ("a.md", "b.md", "c.md"):

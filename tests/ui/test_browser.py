@@ -103,7 +103,7 @@ def test_a_citation_boxes_its_quote_on_the_page_render_over_the_chunks_box(live_
     box; a citation without one shows the chunk's box alone."""
     from django.core.files.base import ContentFile
 
-    from knowledge import actions
+    from ingestion import actions
     from knowledge.models import Page
     from tests.assistant.test_chat_page import citation_on, make_conversation
     from tests.ingestion.files import png

@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ingestion import pipeline
-from knowledge import actions
+from ingestion import actions, pipeline
+from knowledge.actions import clean_document_path, do_delete_document, file_sha256
 from knowledge.models import Collection, Document
 from providers import registry
 
@@ -50,7 +50,7 @@ class Command(BaseCommand):
             try:
                 with path.open("rb") as handle:  # hashed and copied in chunks, never read whole
                     content = File(handle, name=path.name)
-                    if known.get(rel_path) == actions.file_sha256(content):
+                    if known.get(rel_path) == file_sha256(content):
                         seen.add(rel_path)
                         counts["unchanged"] += 1
                         continue
@@ -72,7 +72,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{rel_path}: {run.status} {run.error or (result.as_counts() if result else '')}")
         if not keep_missing:
             for document in Document.objects.filter(collection=target).exclude(rel_path__in=seen):
-                actions.do_delete_document(document)
+                do_delete_document(document)
                 counts["removed"] += 1
         self.stdout.write(", ".join(f"{value} {key}" for key, value in counts.items()))
 
@@ -80,6 +80,6 @@ class Command(BaseCommand):
 def _stored_path(rel_path: str) -> str:
     """The path a document of this file is stored under, or "" for a name that has none."""
     try:
-        return actions.clean_document_path(rel_path)
+        return clean_document_path(rel_path)
     except ValidationError:
         return ""
