@@ -28,9 +28,10 @@ from django.utils.translation import gettext as _
 from redis.exceptions import RedisError
 
 from assistant.answering.bridge import events_in_thread
+from assistant.answering.events import Event, Failed
 from assistant.answering.limits import allow_question
-from assistant.answering.pipeline import AskError, Session, run, start, started
-from assistant.answering.types import Event
+from assistant.answering.pipeline import run
+from assistant.answering.session import AskError, Session, start, started
 
 log = logging.getLogger(__name__)
 # A server restarting or unreachable: the question can be asked again once it is back.
@@ -113,7 +114,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._error("unavailable", unavailable_message())
             return
         self.busy = True
-        await self.send_json(started(session))
+        await self.send_json(started(session).to_json())
         self.cancel = threading.Event()
         self.answering = asyncio.ensure_future(self._stream(session, self.cancel))
 
@@ -135,9 +136,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
         try:
             async for event in events_in_thread(events, cancel):
-                if event["type"] in ("done", "error"):
+                if event.type in ("done", "error"):
                     self.busy = False  # before it is sent: the client may answer it with a new ask
-                await self.send_json(event)
+                await self.send_json(event.to_json())
         except UNAVAILABLE:  # the answer could not be stored: the server went away meanwhile
             log.warning("Answer stream failed: the database or Redis is unreachable", exc_info=True)
             self.busy = False
@@ -150,7 +151,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             self.busy = False
 
     async def _error(self, code: str, message: str) -> None:
-        await self.send_json({"type": "error", "code": code, "message": message})
+        await self.send_json(Failed(code, message).to_json())
 
 
 def _language(scope: dict[str, Any]) -> str:

@@ -178,7 +178,7 @@ def answers(user: Any, collection: Any, args: argparse.Namespace, logs: Path) ->
                 events = list(answer_events(start(user, question, collection_ids=[collection.pk])))
                 row[state] = time.perf_counter() - started
                 row[f"{state}_extractions_meanwhile"] = stored(user) - before
-                assert events[-1]["type"] == "done", events[-1]
+                assert events[-1].type == "done", events[-1]
             print(f"answer off {row['off']:5.1f} s, on {row['on']:5.1f} s  {question}", flush=True)
             rows.append(row)
         settings.MEMORY_ENABLED = True

@@ -12,7 +12,7 @@ from typing import cast
 
 from django.db import close_old_connections, connection
 
-from assistant.answering.types import Event
+from assistant.answering.events import Event
 
 _END = object()
 # Answers run side by side, each in its own thread with its own database connection, in a

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from assistant.retrieval.types import Hit
 
 Strategy = Literal["direct", "rewrite", "multi_step"]
 STRATEGIES: tuple[Strategy, ...] = ("direct", "rewrite", "multi_step")
-Event = dict[str, Any]
 
 
 @dataclass(frozen=True)

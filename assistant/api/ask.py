@@ -19,9 +19,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from assistant.answering.bridge import events_in_thread
+from assistant.answering.events import Event, Failed, collect
 from assistant.answering.limits import allow_question
-from assistant.answering.pipeline import AskError, Session, answer_events, collect, run, start, started
-from assistant.answering.types import Event
+from assistant.answering.pipeline import answer_events, run
+from assistant.answering.session import AskError, Session, start, started
 from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED
 from knowledge.api.views import request_user
 
@@ -36,11 +37,11 @@ class EventStreamRenderer(BaseRenderer):
 
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         message = data.get("detail", data) if isinstance(data, dict) else data
-        return sse({"type": "error", "code": "invalid", "message": str(message)}).encode()
+        return sse(Failed("invalid", str(message))).encode()
 
 
 def sse(event: Event) -> str:
-    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
+    return f"event: {event.type}\ndata: {json.dumps(event.to_json(), ensure_ascii=False)}\n\n"
 
 
 class AskRequestSerializer(serializers.Serializer[dict[str, Any]]):

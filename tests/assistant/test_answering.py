@@ -14,6 +14,7 @@ import pytest
 
 from assistant.answering import answer as answers
 from assistant.answering import planner, prompts, router
+from assistant.answering.events import AnswerDelta, AnswerReplaced, Citations, Done, Event, Failed, Rewritten, only
 from assistant.answering.pipeline import AskError, answer_events, collect, start
 from assistant.answering.types import Turn
 from assistant.models import Conversation, Message
@@ -232,23 +233,23 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
     model = ScriptedChat(answer=answer)
     session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
     events = list(answer_events(session, model=model))
-    kinds = [event["type"] for event in events]
+    kinds = [event.type for event in events]
     assert kinds[:5] == ["started", "strategy", "memory.used", "retrieval", "answer.delta"]
     assert kinds[-3:] == ["citations", "attachments", "done"]
     assert set(kinds[4:-3]) == {"answer.delta"}
-    (citations,) = [event["citations"] for event in events if event["type"] == "citations"]
+    (citations,) = [event.citations for event in only(events, Citations)]
     assert len(citations) == 1  # only what the answer used, not every passage it was given
     (cited,) = citations
     assert (cited["file"], cited["page"], cited["page_kind"]) == ("policy.pdf", 2, "pdf_page")
     assert "最多累积五天" in Chunk.objects.get(pk=cited["chunk_id"]).text
     assert cited["location"]["bbox"]
     assert cited["thumbnail_url"] == f"/api/pages/{cited['page_id']}/render/"
-    done = events[-1]
-    assert done["abstain"] is False
-    assert done["strategy"] == "direct"
-    assert {"first_event", "route", "retrieval", "first_token", "total"} <= done["timings"].keys()
-    stored = Message.objects.get(pk=done["message"])
-    assert stored.content == "".join(e["text"] for e in events if e["type"] == "answer.delta")
+    done = only(events, Done)[-1]
+    assert done.abstain is False
+    assert done.strategy == "direct"
+    assert {"first_event", "route", "retrieval", "first_token", "total"} <= done.timings.keys()
+    stored = Message.objects.get(pk=done.message)
+    assert stored.content == "".join(e.text for e in only(events, AnswerDelta))
     assert stored.citations == citations
     assert stored.conversation.user == alice
     assert list(stored.conversation.collections.all()) == [policies]
@@ -268,14 +269,14 @@ def test_a_conversation_gives_its_history_to_the_router_and_rewrite(policies, al
     first = collect(answer_events(start(alice, "年假有几天？"), model=ScriptedChat(answer="十天 [1]。")))
     model = ScriptedChat(route='{"strategy": "rewrite", "reason": "它"}', rewrite="年假可以累积吗？")
     events = list(answer_events(start(alice, "它可以累积吗？", conversation_id=first["conversation"]), model=model))
-    rewrite = next(event for event in events if event["type"] == "rewrite")
-    assert rewrite["query"] == "年假可以累积吗？"
+    rewrite = only(events, Rewritten)[0]
+    assert rewrite.query == "年假可以累积吗？"
     rewrite_prompt = dict(model.asked)["rewrite"]  # "它" is plain to the rules: no route call
     assert "年假有几天？" in rewrite_prompt
     assert "十天 [1]。" in rewrite_prompt
     assert "问题: 年假可以累积吗？" in model.asked[-1][1]  # the answer is asked of the rewritten question
     assert Message.objects.filter(conversation_id=first["conversation"]).count() == 4
-    assert Message.objects.get(pk=events[-1]["message"]).rewrite == "年假可以累积吗？"
+    assert Message.objects.get(pk=only(events, Done)[-1].message).rewrite == "年假可以累积吗？"
 
 
 def test_an_answer_cut_by_an_error_is_left_out_of_the_history(policies, alice):
@@ -303,15 +304,18 @@ def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(p
         answer=answer,
     )
     events = list(answer_events(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
-    kinds = [event["type"] for event in events]
+    kinds = [event.type for event in events]
     assert kinds[:5] == ["started", "strategy", "memory.used", "plan", "step.start"]
     assert kinds.count("step.start") == kinds.count("step.result") == 2
     assert "retrieval" not in kinds
-    citations = next(event for event in events if event["type"] == "citations")["citations"]
+    citations = only(events, Citations)[0].citations
     assert {cited["file"] for cited in citations} == {"falcon.md", "heron.md"}
     assert {cited["step"] for cited in citations} == {1, 2}
     assert "## 步骤 1: Falcon 路由器的保修期" in model.asked[-1][1]
-    assert Message.objects.get(pk=events[-1]["message"]).plan == ["Falcon 路由器的保修期", "Heron 交换机的保修期"]
+    assert Message.objects.get(pk=only(events, Done)[-1].message).plan == [
+        "Falcon 路由器的保修期",
+        "Heron 交换机的保修期",
+    ]
 
 
 def test_a_summary_that_leaves_a_step_out_gets_that_steps_passage_quoted(policies, alice):
@@ -398,7 +402,7 @@ def test_a_refusal_on_passages_that_name_everything_is_retried_on_the_best_passa
     assert result["answer"] == "Ten days of paid leave [1]."
     assert result["abstain"] is False
     assert [c["page"] for c in result["citations"]] == [2]
-    assert any(event["type"] == "answer.replace" for event in events)
+    assert any(event.type == "answer.replace" for event in events)
     assert Message.objects.filter(role="assistant").get().content == result["answer"]
 
 
@@ -407,7 +411,7 @@ def test_a_sentence_with_an_invented_number_is_removed_and_the_quote_is_kept(pol
     events = list(answer_events(start(alice, "How many days of annual leave do we get?"), model=model))
     result = collect(iter(events))
     assert result["answer"] == "Employees get ten days of paid annual leave [1]."
-    replaced = [event["text"] for event in events if event["type"] == "answer.replace"]
+    replaced = [event.text for event in only(events, AnswerReplaced)]
     assert replaced == [result["answer"]]
     (cited,) = result["citations"]
     assert cited["quote"] in cited["text"]
@@ -425,13 +429,13 @@ def test_cancel_stops_the_answer_and_keeps_what_was_said(policies, alice):
 
     model = ScriptedChat(answer="十天。" * 50 + "[1]", on_token=on_token)
     events = list(answer_events(start(alice, "年假有几天？"), model=model, cancelled=lambda: cancelled["now"]))
-    assert events[-1]["type"] == "done"
-    assert events[-1]["cancelled"] is True
-    deltas = [event for event in events if event["type"] == "answer.delta"]
+    assert events[-1].type == "done"
+    assert only(events, Done)[-1].cancelled is True
+    deltas = only(events, AnswerDelta)
     assert 2 <= len(deltas) <= 4
     stored = Message.objects.filter(role="assistant").get()
     assert stored.error == "cancelled"
-    assert stored.content == "".join(d["text"] for d in deltas)
+    assert stored.content == "".join(d.text for d in deltas)
 
 
 def test_a_model_failure_is_a_readable_error_and_the_question_is_kept(policies, alice):
@@ -443,9 +447,9 @@ def test_a_model_failure_is_a_readable_error_and_the_question_is_kept(policies, 
             yield ""
 
     events = list(answer_events(start(alice, "年假有几天？"), model=Failing()))
-    assert events[-1]["type"] == "error"
-    assert events[-1]["code"] == "model"
-    assert "TIMEOUT_CHAT" in events[-1]["message"]
+    assert events[-1].type == "error"
+    assert only(events, Failed)[-1].code == "model"
+    assert "TIMEOUT_CHAT" in only(events, Failed)[-1].message
     assert Message.objects.filter(role="user", content="年假有几天？").exists()
     assert "timed out" in Message.objects.get(role="assistant").error
 
@@ -520,25 +524,25 @@ def test_answers_wait_their_turn_for_the_local_model_and_can_be_cancelled_while_
     assert pipeline.registry.role_config("chat").provider == "local"
     turn = pipeline._LOCAL_MODEL
 
-    def ask(on_queued) -> list[dict]:
+    def ask(on_queued) -> list[Event]:
         assert turn.acquire(blocking=False)  # another answer has the model
         events = []
         cancel = {"now": False}
         for event in answer_events(start(alice, "年假有几天？"), cancelled=lambda: cancel["now"]):
             events.append(event)
-            if event["type"] == "queued":
+            if event.type == "queued":
                 on_queued(cancel)
         return events
 
     events = ask(lambda cancel: turn.release())  # the other answer ends
-    assert [event["type"] for event in events][:2] == ["started", "queued"]
-    assert events[-1]["type"] == "done"
-    assert events[-1]["cancelled"] is False
-    assert "queued" in events[-1]["timings"]
+    assert [event.type for event in events][:2] == ["started", "queued"]
+    assert events[-1].type == "done"
+    assert only(events, Done)[-1].cancelled is False
+    assert "queued" in only(events, Done)[-1].timings
 
     events = ask(lambda cancel: cancel.update(now=True))  # the user gives up while waiting
-    assert [event["type"] for event in events] == ["started", "queued", "done"]
-    assert events[-1]["cancelled"] is True
+    assert [event.type for event in events] == ["started", "queued", "done"]
+    assert only(events, Done)[-1].cancelled is True
     turn.release()  # the other answer ends
     assert turn.acquire(blocking=False)  # the cancelled one did not keep a turn
     turn.release()

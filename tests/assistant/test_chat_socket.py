@@ -298,16 +298,17 @@ def test_the_next_question_is_taken_as_soon_as_done_arrives(alice, monkeypatch):
     from channels.testing import WebsocketCommunicator
 
     from assistant import consumers
+    from assistant.answering.events import Done, Started
 
     async def slow_to_tidy_up(produce, cancel):
-        yield {"type": "done", "cancelled": False}
+        yield Done(cancelled=False, conversation=1, message=2, timings={})
         await asyncio.sleep(1)
 
     monkeypatch.setattr(consumers, "events_in_thread", slow_to_tidy_up)
     # The socket's own logic only: no database work in the consumer's threads.
     monkeypatch.setattr(consumers, "allow_question", lambda user_id: True)
     monkeypatch.setattr(consumers, "start", lambda user, question, **kwargs: object())
-    monkeypatch.setattr(consumers, "started", lambda session: {"type": "started"})
+    monkeypatch.setattr(consumers, "started", lambda session: Started(conversation=1, message=1))
 
     async def scenario() -> list[str]:
         communicator = WebsocketCommunicator(consumers.ChatConsumer.as_asgi(), "/ws/chat/")

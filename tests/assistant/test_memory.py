@@ -19,6 +19,7 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 
 from assistant import checks
+from assistant.answering.events import Citations, Done, MemoryUsed, only
 from assistant.answering.pipeline import answer_events, start
 from assistant.memory import backends, service
 from assistant.memory.service import (
@@ -354,8 +355,8 @@ def test_answers_use_the_askers_memories_only(policies, alice, bob):
 
     def used(user) -> list[dict]:
         session = start(user, "我喜欢什么形式的回答？", collection_ids=None)
-        (event,) = [e for e in answer_events(session, model=model) if e["type"] == "memory.used"]
-        return event["memories"]
+        (event,) = only(answer_events(session, model=model), MemoryUsed)
+        return event.memories
 
     assert [memory["id"] for memory in used(alice)] == [mine]
     assert model.asked[-1][0] == "answer"
@@ -375,9 +376,9 @@ def test_a_question_only_memory_can_answer_is_answered_from_memory():
     assert kind == "answer"
     assert PREFERENCE in prompt
     assert "没有找到相关资料" in prompt
-    assert events[-1]["type"] == "done"
-    assert events[-1]["abstain"] is False
-    assert [e["citations"] for e in events if e["type"] == "citations"] == [[]]
+    assert events[-1].type == "done"
+    assert only(events, Done)[-1].abstain is False
+    assert [e.citations for e in only(events, Citations)] == [[]]
 
 
 def test_answers_go_on_when_memory_fails(policies, alice, monkeypatch):
@@ -386,7 +387,7 @@ def test_answers_go_on_when_memory_fails(policies, alice, monkeypatch):
 
     monkeypatch.setattr("assistant.answering.pipeline.memories", broken)
     session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
-    kinds = [event["type"] for event in answer_events(session, model=ScriptedChat())]
+    kinds = [event.type for event in answer_events(session, model=ScriptedChat())]
     assert "memory.used" not in kinds
     assert kinds[-1] == "done"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.answering.events import MemoryUsed, only
 from assistant.answering.pipeline import answer_events, start
 from assistant.memory.service import memories
 from tests.conftest import make_user
@@ -30,7 +31,7 @@ def test_a_chinese_preference_is_extracted_and_recalled_in_a_later_conversation(
     later = start(alice, "我喜欢什么形式的回答？", collection_ids=[policies.pk])
     assert later.conversation.pk != first.conversation.pk
     events = answer_events(later)
-    used = next(event["memories"] for event in events if event["type"] == "memory.used")
+    used = next(event.memories for event in only(events, MemoryUsed))
     events.close()  # what the answer says is the answering tests' business
     assert any("表格" in memory["text"] for memory in used), used
 

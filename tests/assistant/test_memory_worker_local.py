@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.answering.events import AnswerDelta, MemoryUsed, only
 from assistant.answering.pipeline import answer_events, start
 from assistant.memory.service import memories
 from assistant.models import Conversation, Message
@@ -43,11 +44,11 @@ def test_a_preference_stated_once_is_followed_later_and_only_for_its_owner(polic
     assert not texts[0].startswith("用户询问"), texts
 
     events = list(answer_events(start(alice, "我喜欢什么形式的回答？", collection_ids=[policies.pk])))
-    (used,) = [event["memories"] for event in events if event["type"] == "memory.used"]
+    (used,) = [event.memories for event in only(events, MemoryUsed)]
     assert any("表格" in memory["text"] for memory in used), used
-    answer = "".join(event["text"] for event in events if event["type"] == "answer.delta")
+    answer = "".join(event.text for event in only(events, AnswerDelta))
     assert "表格" in answer, answer
 
     theirs = list(answer_events(start(bob, "我喜欢什么形式的回答？", collection_ids=None)))
-    assert [event["memories"] for event in theirs if event["type"] == "memory.used"] == [[]]
+    assert [event.memories for event in only(theirs, MemoryUsed)] == [[]]
     assert store.search(bob, "表格形式的回答") == []

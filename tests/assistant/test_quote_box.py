@@ -15,6 +15,7 @@ from django.core.files.base import ContentFile
 
 from assistant.answering import answer as answers
 from assistant.answering import quote_box
+from assistant.answering.events import Citations, Done, only
 from assistant.answering.types import Source
 from assistant.retrieval.types import Hit
 from ingestion.models import DerivedText
@@ -314,13 +315,13 @@ def test_an_answers_citation_event_carries_its_quotes_box(policies, alice):
 
     session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
     events = list(answer_events(session, model=ScriptedChat(answer=answer)))
-    (cited,) = next(event["citations"] for event in events if event["type"] == "citations")
+    (cited,) = next(event.citations for event in only(events, Citations))
     assert "最多累积五天" in cited["quote"]
     box, chunk_box = cited["quote_bbox"], cited["location"]["bbox"]
     assert box is not None
     assert inside(box, chunk_box, slack=2)
     assert area(box) < area(chunk_box) / 2
-    assert Message.objects.get(pk=events[-1]["message"]).citations[0]["quote_bbox"] == box
+    assert Message.objects.get(pk=only(events, Done)[-1].message).citations[0]["quote_bbox"] == box
 
 
 # Two columns as the OCR returns them, top to bottom across the gutter: a line of each in turn.

@@ -17,8 +17,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from assistant.answering.pipeline import AskError, answer_events, start
-from assistant.answering.types import Event
+from assistant.answering import events as ev
+from assistant.answering.pipeline import answer_events
+from assistant.answering.session import AskError, start
 from assistant.management.commands.evaluate import find_user
 
 
@@ -66,7 +67,7 @@ class Command(BaseCommand):
                 return
             yield question
 
-    def _print(self, events: Iterator[Event], cancel: threading.Event) -> str:
+    def _print(self, events: Iterator[ev.Event], cancel: threading.Event) -> str:
         """Print each event as it comes; the error message if the answer failed."""
         out = self.stdout
         while True:
@@ -77,45 +78,44 @@ class Command(BaseCommand):
             except KeyboardInterrupt:
                 cancel.set()  # the pipeline stops at its next step and says done
                 continue
-            kind = event["type"]
-            if kind == "strategy":
-                out.write(self.style.MIGRATE_HEADING(f"[{event['strategy']}] ") + event["reason"])
-            elif kind == "rewrite":
-                out.write(f"[rewrite] {event['query']}")
-            elif kind == "plan":
-                out.write("[plan]")
-                for number, step in enumerate(event["steps"], start=1):
-                    out.write(f"  {number}. {step}")
-            elif kind == "step.result":
-                out.write(f"[step {event['step']}] {len(event['hits'])} passages found")
-            elif kind == "memory.used" and event["memories"]:
-                out.write("[memory] " + " | ".join(memory["text"] for memory in event["memories"]))
-            elif kind == "retrieval":
-                out.write(f"[retrieval] {len(event['sources'])} passages found\n")
-            elif kind == "answer.delta":
-                out.write(event["text"], ending="")
-                out.flush()
-            elif kind == "answer.replace":
-                out.write("")
-                out.write(self.style.MIGRATE_HEADING("Checked against the passages:"))
-                out.write(event["text"], ending="")
-            elif kind == "citations":
-                out.write("")
-                if event["citations"]:
-                    out.write(self.style.MIGRATE_HEADING("Sources:"))
-                for cited in event["citations"]:
-                    where = f"{cited['path'] or cited['file']}, {cited['place']}"
-                    out.write(f"  [{cited['n']}] {where} (chunk {cited['chunk_id']})")
-            elif kind == "attachments":
-                for attached in event["attachments"]:
-                    out.write(f"  [{attached['kind']}] {attached['path'] or attached['file']}: {attached['url']}")
-            elif kind == "done":
-                if event.get("cancelled"):
-                    out.write(self.style.WARNING("\n(stopped)"))
-                elif event.get("abstain"):
-                    out.write(self.style.WARNING("(the documents do not answer this)"))
-                timings = event["timings"]
-                out.write(f"({timings.get('total', 0) / 1000:.1f} s, conversation {event['conversation']})")
-            elif kind == "error":
-                self.stderr.write(self.style.ERROR(event["message"]))
-                return str(event["message"])
+            match event:
+                case ev.StrategyChosen():
+                    out.write(self.style.MIGRATE_HEADING(f"[{event.strategy}] ") + event.reason)
+                case ev.Rewritten():
+                    out.write(f"[rewrite] {event.query}")
+                case ev.Planned():
+                    out.write("[plan]")
+                    for number, step in enumerate(event.steps, start=1):
+                        out.write(f"  {number}. {step}")
+                case ev.StepFound():
+                    out.write(f"[step {event.step}] {len(event.hits)} passages found")
+                case ev.MemoryUsed() if event.memories:
+                    out.write("[memory] " + " | ".join(memory["text"] for memory in event.memories))
+                case ev.Retrieved():
+                    out.write(f"[retrieval] {len(event.sources)} passages found\n")
+                case ev.AnswerDelta():
+                    out.write(event.text, ending="")
+                    out.flush()
+                case ev.AnswerReplaced():
+                    out.write("")
+                    out.write(self.style.MIGRATE_HEADING("Checked against the passages:"))
+                    out.write(event.text, ending="")
+                case ev.Citations():
+                    out.write("")
+                    if event.citations:
+                        out.write(self.style.MIGRATE_HEADING("Sources:"))
+                    for cited in event.citations:
+                        where = f"{cited['path'] or cited['file']}, {cited['place']}"
+                        out.write(f"  [{cited['n']}] {where} (chunk {cited['chunk_id']})")
+                case ev.Attachments():
+                    for attached in event.attachments:
+                        out.write(f"  [{attached['kind']}] {attached['path'] or attached['file']}: {attached['url']}")
+                case ev.Done():
+                    if event.cancelled:
+                        out.write(self.style.WARNING("\n(stopped)"))
+                    elif event.abstain:
+                        out.write(self.style.WARNING("(the documents do not answer this)"))
+                    out.write(f"({event.timings.get('total', 0) / 1000:.1f} s, conversation {event.conversation})")
+                case ev.Failed():
+                    self.stderr.write(self.style.ERROR(event.message))
+                    return event.message

@@ -1,0 +1,204 @@
+"""The answer's protocol: every event an answer sends, as one frozen dataclass each.
+
+The pipeline yields these; the websocket (assistant/consumers.py), Server-Sent Events and the
+JSON answer (assistant/api/ask.py) and `manage.py chat` all read the same stream. On the wire
+an event is its `to_json()`: {"type": <its type>, <its fields>}. In order:
+
+    started  → queued? → strategy → rewrite? → memory.used? →
+    (plan → (step.start → step.result)*  |  retrieval) →
+    (answer.delta | answer.replace)* → citations → attachments → done | error
+
+`error` may come at any point and ends the answer, as `done` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type} | {item.name: getattr(self, item.name) for item in fields(self)}
+
+
+@dataclass(frozen=True)
+class Started(Event):
+    """The question is recorded: sent before any model work."""
+
+    type: ClassVar[str] = "started"
+    conversation: int
+    message: int
+
+
+@dataclass(frozen=True)
+class Queued(Event):
+    """The local model is answering someone else's question first."""
+
+    type: ClassVar[str] = "queued"
+
+
+@dataclass(frozen=True)
+class StrategyChosen(Event):
+    type: ClassVar[str] = "strategy"
+    strategy: str  # direct, rewrite or multi_step
+    reason: str
+    by: str  # model, or rules when the model was not asked or its output was unusable
+
+
+@dataclass(frozen=True)
+class Rewritten(Event):
+    """A follow-up question made self-contained before the search."""
+
+    type: ClassVar[str] = "rewrite"
+    question: str
+    query: str
+
+
+@dataclass(frozen=True)
+class MemoryUsed(Event):
+    type: ClassVar[str] = "memory.used"
+    memories: list[dict[str, Any]]  # id, text, score
+
+
+@dataclass(frozen=True)
+class Planned(Event):
+    type: ClassVar[str] = "plan"
+    steps: list[str]
+    by: str
+
+
+@dataclass(frozen=True)
+class StepStarted(Event):
+    type: ClassVar[str] = "step.start"
+    step: int  # 1-based
+    query: str
+
+
+@dataclass(frozen=True)
+class StepFound(Event):
+    type: ClassVar[str] = "step.result"
+    step: int
+    hits: list[dict[str, Any]]  # previews: n, chunk_id, file, page, place, score, snippet
+
+
+@dataclass(frozen=True)
+class Retrieved(Event):
+    """The passages the answer is written from, numbered as it cites them."""
+
+    type: ClassVar[str] = "retrieval"
+    sources: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class AnswerDelta(Event):
+    """The next part of the answer's text."""
+
+    type: ClassVar[str] = "answer.delta"
+    text: str
+
+
+@dataclass(frozen=True)
+class AnswerReplaced(Event):
+    """The whole answer, checked against its passages, instead of what was streamed."""
+
+    type: ClassVar[str] = "answer.replace"
+    text: str
+
+
+@dataclass(frozen=True)
+class Citations(Event):
+    type: ClassVar[str] = "citations"
+    citations: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Attachments(Event):
+    type: ClassVar[str] = "attachments"
+    attachments: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Done(Event):
+    """The answer is stored (also when it was cancelled: what was said is kept)."""
+
+    type: ClassVar[str] = "done"
+    cancelled: bool
+    conversation: int
+    message: int  # the stored answer
+    timings: dict[str, float]
+    strategy: str = ""
+    abstain: bool = False
+    checks: dict[str, int] = field(default_factory=dict)
+    judge: float | None = None  # P(yes) - P(no) that the passages state the answer, when judged
+
+
+@dataclass(frozen=True)
+class Failed(Event):
+    """The answer stopped (or never started): `message` says why, in the user's language."""
+
+    type: ClassVar[str] = "error"
+    code: str  # invalid, not_found, rate_limited, busy, unavailable, model, timeout, internal
+    message: str
+
+
+E = TypeVar("E", bound=Event)
+
+
+def only(events: Iterable[Event], kind: type[E]) -> list[E]:
+    """The events of one kind, in order: only(events, Citations)."""
+    return [event for event in events if isinstance(event, kind)]
+
+
+def collect(events: Iterable[Event]) -> dict[str, Any]:
+    """The answer as one JSON object (POST /api/ask without streaming), from the same events."""
+    result: dict[str, Any] = {
+        "answer": "",
+        "abstain": False,
+        "strategy": "",
+        "rewrite": None,
+        "plan": [],
+        "citations": [],
+        "attachments": [],
+        "checks": {},
+        "judge": None,
+        "timings": {},
+        "conversation": None,
+        "message": None,
+        "error": None,
+    }
+    parts: list[str] = []
+    for event in events:
+        match event:
+            case Started():
+                result["conversation"] = event.conversation
+            case StrategyChosen():
+                result["strategy"] = event.strategy
+            case Rewritten():
+                result["rewrite"] = event.query
+            case Planned():
+                result["plan"] = event.steps
+            case AnswerDelta():
+                parts.append(event.text)
+            case AnswerReplaced():
+                parts = [event.text]
+            case Citations():
+                result["citations"] = event.citations
+            case Attachments():
+                result["attachments"] = event.attachments
+            case Done():
+                result.update(
+                    abstain=event.abstain,
+                    checks=event.checks,
+                    judge=event.judge,
+                    timings=event.timings,
+                    message=event.message,
+                )
+            case Failed():
+                result["error"] = {"code": event.code, "message": event.message}
+    result["answer"] = "".join(parts)
+    return result
