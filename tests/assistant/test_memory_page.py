@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from assistant import views
+from assistant import memory_views
 from assistant.memory import service
 from tests.conftest import make_user
 
@@ -66,7 +66,7 @@ def test_it_searches_alices_memories_only(client, alice, bob):
 
 
 def test_it_pages_the_list(client, alice, monkeypatch):
-    monkeypatch.setattr(views, "PER_PAGE", 2)
+    monkeypatch.setattr(memory_views, "PER_PAGE", 2)
     for number in (1, 2, 3):
         remember(alice, f"Memory number {number}")
     client.force_login(alice)
