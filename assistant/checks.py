@@ -13,7 +13,8 @@ def check_memory_dims(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
     memories made with one embedding size cannot be searched with another."""
     if not kwargs.get("databases") or not settings.MEMORY_ENABLED:
         return []
-    from assistant.memory.service import MemoryUnavailable, check_dims
+    from assistant.memory.errors import MemoryUnavailable
+    from assistant.memory.setup import check_dims
 
     try:
         check_dims()

@@ -1,6 +1,7 @@
-"""The only code that talks to mem0. Every call names the user it is for; the user's UID is
-mem0's `user_id`, passed on every add and in the filters of every search and listing, and a
-memory of another user is not found (MemoryNotFound), never read, changed or deleted.
+"""The only code that reads or writes memories through mem0 (built by memory.setup). Every
+call names the user it is for; the user's UID is mem0's `user_id`, passed on every add and in
+the filters of every search and listing, and a memory of another user is not found
+(MemoryNotFound), never read, changed or deleted.
 
     store = memories()                       # MemoryUnavailable: memory is off or misconfigured
     store.search(request.user, "年假怎么休？")   # [MemoryItem, ...], best first
@@ -23,11 +24,12 @@ from typing import Any, overload
 from django.conf import settings
 from django.db import connections
 from mem0.exceptions import LLMError
-from psycopg.conninfo import make_conninfo
 
 from assistant.memory import backends, revisions
+from assistant.memory.errors import MemoryAccessError, MemoryInputError, MemoryNotFound, MemoryUnavailable
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
+from assistant.memory.setup import build, stored_dims
 from common.language import Language, language_of
 from portal.typing import AnyUser
 from providers import registry
@@ -37,22 +39,6 @@ log = logging.getLogger(__name__)
 
 MAX_TEXT = 2000  # characters of one memory (an edit, a card)
 LISTED = 100_000  # more memories than one person has
-
-
-class MemoryUnavailable(RuntimeError):  # noqa: N818 (a state of the portal, not a fault)
-    """Memory is off, or cannot work with the current settings; the message says why."""
-
-
-class MemoryNotFound(LookupError):  # noqa: N818
-    """No such memory for this user (it may be another user's: the same answer)."""
-
-
-class MemoryAccessError(PermissionError):
-    """A call without a signed-in user: refused before anything is read."""
-
-
-class MemoryInputError(ValueError):
-    """Text a memory cannot hold (empty, too long); the message says what to change."""
 
 
 @dataclass(frozen=True)
@@ -476,90 +462,3 @@ def close() -> None:
         if _service is not None:
             _service.close()
             _service = None
-
-
-def conninfo() -> str:
-    """The portal's own database, as Django connects to it (the test database in tests)."""
-    db = connections["default"].settings_dict
-    options = {"dbname": db["NAME"], "user": db["USER"], "password": db["PASSWORD"], "host": db["HOST"]}
-    options["port"] = db["PORT"]
-    return make_conninfo(**{key: str(value) for key, value in options.items() if value})
-
-
-def build() -> Any:
-    """mem0's Memory on the portal's database and models; MemoryUnavailable when memory is off
-    or its table was built for another embedding size."""
-    if not settings.MEMORY_ENABLED:
-        raise MemoryUnavailable("memory is off (PORTAL_MEMORY=false)")
-    from mem0 import Memory
-    from mem0.configs.base import MemoryConfig
-    from mem0.configs.vector_stores.pgvector import PGVectorConfig
-    from mem0.embeddings.configs import EmbedderConfig
-    from mem0.llms.configs import LlmConfig
-    from mem0.vector_stores.configs import VectorStoreConfig
-
-    backends.register()
-    try:
-        dims = registry.text_embedder().dims
-    except ProviderError as exc:
-        raise MemoryUnavailable(f"the embedding model is not available: {exc}") from exc
-    store = PGVectorConfig(
-        connection_string=conninfo(),
-        collection_name=settings.MEMORY_TABLE,
-        embedding_model_dims=dims,
-        hnsw=False,
-        minconn=1,
-        maxconn=4,
-    )
-    check_dims(dims)
-    settings.MEM0_DIR.mkdir(parents=True, exist_ok=True)
-    # model_construct: mem0's config models accept only the providers they list.
-    config = MemoryConfig.model_construct(
-        vector_store=VectorStoreConfig.model_construct(provider=backends.STORE, config=store),
-        embedder=EmbedderConfig.model_construct(provider=backends.EMBEDDER, config={"embedding_dims": dims}),
-        llm=_llm_config(LlmConfig),
-        history_db_path=str(settings.MEM0_DIR / "history.db"),
-    )
-    return Memory(config)
-
-
-def _llm_config(config_class: Any) -> Any:
-    chat = registry.role_config("chat")
-    options: dict[str, Any] = {"model": chat.model, "temperature": 0.1, "max_tokens": settings.MEMORY_MAX_TOKENS}
-    if chat.provider == "openai":  # mem0's own OpenAI client, at the configured base URL
-        options.update(api_key=chat.api_key or "none", openai_base_url=chat.base_url)
-        return config_class.model_construct(provider=backends.OPENAI_LLM, config=options)
-    return config_class.model_construct(provider=backends.LLM, config=options)
-
-
-def stored_dims() -> int | None:
-    """The size of the vectors in the memory table; None before the first memory (no table)."""
-    with connections["default"].cursor() as cursor:
-        cursor.execute(
-            "SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = current_schema() AND c.relname = %s AND a.attname = 'vector'",
-            [settings.MEMORY_TABLE],
-        )
-        row = cursor.fetchone()
-    return int(row[0]) if row else None
-
-
-def check_dims(dims: int | None = None) -> None:
-    """The memory table's vectors and the embedding model must have the same size: a clear
-    error at startup (`migrate`, `check --database default`, the first use in a process), not
-    a failed insert later. The model is only asked when there is a table to compare with."""
-    stored = stored_dims()
-    if stored is None:
-        return
-    if dims is None:
-        try:
-            dims = registry.text_embedder().dims
-        except ProviderError as exc:
-            raise MemoryUnavailable(f"the embedding model is not available: {exc}") from exc
-    if stored != dims:
-        raise MemoryUnavailable(
-            f"the memory table {settings.MEMORY_TABLE} holds {stored}-dimensional vectors but the embedding model "
-            f"({registry.role_config('embedding')}) gives {dims}: configure the model the memories were made "
-            "with, or export the memories and delete them all (My memory) before changing models"
-        )

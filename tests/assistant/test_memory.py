@@ -21,7 +21,7 @@ from django.db import connection
 from assistant import checks
 from assistant.answering.events import Citations, Done, MemoryUsed, only
 from assistant.answering.pipeline import answer_events, start
-from assistant.memory import backends, service
+from assistant.memory import backends, service, setup
 from assistant.memory.service import (
     MemoryAccessError,
     MemoryInputError,
@@ -339,7 +339,7 @@ def test_a_user_is_forgotten_with_memory_turned_off(settings, bob):
     settings.MEMORY_ENABLED = False
     service.close()  # this process's service is built again on next use, and cannot be now
     with pytest.raises(MemoryUnavailable):
-        service.build()
+        setup.build()
     assert service.forget_user(str(carol.uid)) == 1  # through Django's connection: in this test's transaction
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM memory_mem0 WHERE payload->>'user_id' = %s", [str(carol.uid)])
@@ -400,9 +400,9 @@ def test_a_memory_table_of_another_size_is_a_clear_startup_error(settings):
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE memory_dims_probe (id uuid PRIMARY KEY, vector vector(8), payload jsonb)")
     with pytest.raises(MemoryUnavailable, match=r"holds 8-dimensional vectors but the embedding model .* gives 384"):
-        service.check_dims()
+        setup.check_dims()
     with pytest.raises(MemoryUnavailable, match="8-dimensional"):
-        service.build()
+        setup.build()
     (problem,) = checks.check_memory_dims(databases=["default"])
     assert isinstance(problem, Error)
     assert problem.id == "assistant.E001"
