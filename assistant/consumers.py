@@ -1,5 +1,5 @@
-"""/ws/chat/: ask questions and receive the answer as it is made. The protocol, also in the
-README's Answering section:
+"""/ws/chat/: ask questions and receive the answer as it is made. The protocol, also in
+docs/architecture.md (Protocols) and, for the events, assistant/answering/events.py:
 
 Client → {"type": "ask", "question", "collections": [ids] | null, "conversation": id | null},
 {"type": "cancel"}, {"type": "ping"}. Server → started, strategy, rewrite, plan, step.start,

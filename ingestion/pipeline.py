@@ -106,7 +106,7 @@ def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> Ind
 
 
 def image_embedder() -> ImageEmbedder | None:
-    """The configured image embedder, or None (offline there is none: README, Models)."""
+    """The configured image embedder, or None (offline there is none: docs/models.md)."""
     from providers import registry
 
     return registry.image_embedder() if registry.available("image_embedding") else None

