@@ -29,9 +29,9 @@ from redis.exceptions import RedisError
 
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, Failed
-from assistant.answering.limits import allow_question
 from assistant.answering.pipeline import run
 from assistant.answering.session import AskError, Session, start, started
+from portal.limits import allow_question
 
 log = logging.getLogger(__name__)
 # A server restarting or unreachable: the question can be asked again once it is back.

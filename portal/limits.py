@@ -37,6 +37,12 @@ def allow(kind: str, user_id: int, per_minute: int, amount: int = 1) -> bool:
     return int(count) <= per_minute
 
 
+def allow_question(user_id: int) -> bool:
+    """Count one question (websocket and HTTP together); False when the user is over
+    PORTAL_ASK_RATE_PER_MINUTE in the last minute."""
+    return allow("asks", user_id, settings.ASK_RATE_PER_MINUTE)
+
+
 def upload_refused(user_id: int, files: int) -> str | None:
     """Count `files` uploaded files; the message to show when that is over
     PORTAL_UPLOAD_FILES_PER_MINUTE (page and API alike), else None."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assistant.answering.language import Language
+from common.language import Language
 
 ROUTER = {
     "zh": """你是问答系统的路由器。根据对话历史和用户的最新问题，选择一种处理策略：

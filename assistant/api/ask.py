@@ -20,11 +20,11 @@ from rest_framework.views import APIView
 
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, Failed, collect
-from assistant.answering.limits import allow_question
 from assistant.answering.pipeline import answer_events, run
 from assistant.answering.session import AskError, Session, start, started
 from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED
 from knowledge.api.views import request_user
+from portal.limits import allow_question
 
 
 class EventStreamRenderer(BaseRenderer):

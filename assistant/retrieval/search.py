@@ -13,8 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
 
-from assistant.providers import registry
-from assistant.providers.base import ProviderError
 from assistant.retrieval.dense import search_dense, search_image
 from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
 from assistant.retrieval.lexical import search_lexical
@@ -23,6 +21,8 @@ from assistant.retrieval.scope import Scope, scope_for
 from assistant.retrieval.types import CHANNELS, Channel, Hit, SearchResults, Stage
 from knowledge.models import Chunk
 from portal.typing import AnyUser
+from providers import registry
+from providers.base import ProviderError
 
 log = logging.getLogger(__name__)
 
