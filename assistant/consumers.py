@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, Failed
-from assistant.answering.pipeline import run
+from assistant.answering.pipeline import failure, run
 from assistant.answering.session import AskError, Session, start, started
 from portal.limits import allow_question
 
@@ -143,10 +143,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             log.warning("Answer stream failed: the database or Redis is unreachable", exc_info=True)
             self.busy = False
             await self._error("unavailable", unavailable_message())
-        except Exception:
-            log.exception("Answer stream failed")
+        except Exception as exc:
             self.busy = False
-            await self._error("internal", _("Something went wrong while answering; the error is in the portal's log."))
+            await self.send_json(failure(exc)[1].to_json())
         finally:
             self.busy = False
 

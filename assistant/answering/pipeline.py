@@ -10,7 +10,8 @@ read by the websocket consumer, the HTTP view (JSON or Server-Sent Events) and
     for event in run(session, cancelled=lambda: False): ...
 
 Every way an answer can end is handled in `_run`: done, cancelled (done, with what was said
-stored), the client gone (stored, no event), or failed (`_failure`: one error event)."""
+stored), the client gone (stored, no event), or failed (`failure`: one error event, which the
+websocket also sends when its own stream fails)."""
 
 from __future__ import annotations
 
@@ -105,9 +106,9 @@ def _run(session: Session, model: ChatModel | None, held: list[Callable[[], None
         _save(draft)
         raise
     except Exception as exc:
-        draft.error, failure = _failure(exc)
+        draft.error, failed = failure(exc)
         _save(draft)
-        yield failure
+        yield failed
         return
     message = _save(draft)
     session.mark("total")
@@ -126,7 +127,7 @@ def _run(session: Session, model: ChatModel | None, held: list[Callable[[], None
     )
 
 
-def _failure(exc: Exception) -> tuple[str, Failed]:
+def failure(exc: Exception) -> tuple[str, Failed]:
     """What an answer that failed stores as its error, and the event that tells the client."""
     if isinstance(exc, ProviderError):
         log.warning("Answer failed: %s", exc)
