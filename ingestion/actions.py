@@ -1,7 +1,10 @@
 """Writes that start or stop ingestion: adding or replacing a document (a file or a video
-link), ingesting one again, cancelling a run. The pages, the API, the admin and the commands
-call these; knowledge's own writes (teams, collections, tokens, deleting a document) are in
-knowledge/actions.py, which may not start ingestion: it is the layer below.
+link), syncing a server folder, ingesting one again, cancelling a run, and a collection's
+index versions (reindex, roll back, activate one). The pages, the API, the admin and the
+commands call these; the caller checks permission first (knowledge.access: `manage=True` for
+the index versions). The mechanics are versions.py's and pipeline.py's. Knowledge's own
+writes (teams, collections, tokens, deleting a document) are in knowledge/actions.py, which
+may not start ingestion: it is the layer below.
 
 `check_*` validates and raises ValidationError with a readable message; `do_*` writes."""
 
@@ -10,6 +13,8 @@ from __future__ import annotations
 import errno
 import json
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from django.core.exceptions import ValidationError
@@ -18,11 +23,14 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from ingestion import pipeline, versions
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError, parser_for
+from ingestion.runs import enqueue_run, new_ingest_run
 from ingestion.sniff import VIDEO_LINK, check_indexable, sniff_file
-from knowledge.actions import check_upload_size, clean_document_path, file_sha256
-from knowledge.models import Collection, Document
+from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
+from knowledge.models import Collection, Document, IndexVersion
+from providers import registry
 
 VIDEO_LINK_URL_MAX = 2000
 VIDEO_LINK_TITLE_MAX = 150  # the document is named after it, and names stop at 200 characters
@@ -133,26 +141,107 @@ def check_video_link(url: str, title: str, description: str) -> tuple[str, str, 
     return url, title, description
 
 
-def enqueue_run(run: IngestionRun) -> None:
-    """Queue the run's task once the transaction that created it commits."""
-    from ingestion.tasks import ingest_document
-
-    transaction.on_commit(lambda: ingest_document.delay(run.pk))
-
-
 def do_rerun_document(document: Document, *, enqueue: bool = True) -> IngestionRun:
     """Ingest the document again (after a failure or a killed worker): pages still valid are
     kept, the rest redone."""
-    with transaction.atomic():
-        run = IngestionRun.objects.create(
-            collection=document.collection, document=document, kind=IngestionRun.Kind.INGEST
-        )
-        if enqueue:
-            enqueue_run(run)
-    return run
+    return new_ingest_run(document, enqueue=enqueue)
 
 
 def do_cancel_run(run: IngestionRun) -> bool:
     """Ask a queued or running run to stop between pages; False when it has already ended."""
     active = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
     return IngestionRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True) == 1
+
+
+# A server folder
+
+
+@dataclass
+class FolderSync:
+    """What a folder sync did: counts by outcome, and why each skipped file was skipped."""
+
+    counts: dict[str, int] = field(default_factory=lambda: {"queued": 0, "unchanged": 0, "failed": 0, "removed": 0})
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+
+
+def do_sync_folder(
+    collection: Collection,
+    folder: Path,
+    *,
+    inline: bool = False,
+    keep_missing: bool = False,
+    on_ingested: Callable[[str, IngestionRun, pipeline.IngestResult | None], None] | None = None,
+) -> FolderSync:
+    """Sync a folder into the collection: new and changed files are ingested (queued, or run
+    here when `inline`; `on_ingested` hears of each), unchanged ones skipped, and documents
+    whose file is gone from the folder removed unless `keep_missing`."""
+    # One query for what the collection already has: unchanged files cost a hash, no query.
+    known = dict(
+        Document.objects.filter(collection=collection)
+        .exclude(status=Document.Status.FAILED)
+        .values_list("rel_path", "sha256")
+    )
+    seen: set[str] = set()
+    sync = FolderSync()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        rel_path = path.relative_to(folder).as_posix()
+        try:
+            with path.open("rb") as handle:  # hashed and copied in chunks, never read whole
+                content = File(handle, name=path.name)
+                if known.get(rel_path) == file_sha256(content):
+                    seen.add(rel_path)
+                    sync.counts["unchanged"] += 1
+                    continue
+                document, run = do_add_document(collection, rel_path, content, enqueue=not inline)
+        except ValidationError as exc:
+            sync.counts["failed"] += 1
+            sync.skipped.append((rel_path, " ".join(exc.messages)))
+            # The file is still in the folder: what was stored for it stays.
+            seen.add(_stored_path(rel_path))
+            continue
+        seen.add(document.rel_path)
+        if run is None:
+            sync.counts["unchanged"] += 1
+            continue
+        sync.counts["queued"] += 1
+        if inline and pipeline.claim(run):
+            result = pipeline.ingest_document(run, registry.text_embedder())
+            run.refresh_from_db()
+            if on_ingested is not None:
+                on_ingested(rel_path, run, result)
+    if not keep_missing:
+        for gone in Document.objects.filter(collection=collection).exclude(rel_path__in=seen):
+            do_delete_document(gone)
+            sync.counts["removed"] += 1
+    return sync
+
+
+def _stored_path(rel_path: str) -> str:
+    """The path a document of this file is stored under, or "" for a name that has none."""
+    try:
+        return clean_document_path(rel_path)
+    except ValidationError:
+        return ""
+
+
+# Index versions
+
+
+def do_reindex(collection: Collection, *, enqueue: bool = True) -> IndexVersion:
+    """Build a new index version with the current embedder and settings, in the background;
+    the active one keeps answering until the new one covers everything, then it flips."""
+    return versions.start_reindex(collection, registry.text_embedder(), enqueue=enqueue)
+
+
+def do_roll_back(collection: Collection) -> IndexVersion:
+    """Back to the most recent retired version, at once (its chunks were kept)."""
+    return versions.rollback(collection)
+
+
+def do_activate_version(version: IndexVersion) -> IndexVersion:
+    """Make a kept version the active one; one still being built becomes active by itself."""
+    if version.status == IndexVersion.Status.BUILDING:
+        raise ValidationError(_("That version is still being built; it becomes active by itself when done."))
+    versions.flip(version.collection, version)
+    version.refresh_from_db()
+    return version

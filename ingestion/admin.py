@@ -12,13 +12,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from ingestion import actions, versions
+from ingestion import actions
 from ingestion.models import IngestionRun
 from knowledge import admin as knowledge_admin
 from knowledge.admin import InCollectionAdmin
 from knowledge.feedback import report
 from knowledge.models import Collection, Document, IndexVersion
-from providers import registry
 
 
 @admin.register(IngestionRun)
@@ -71,7 +70,7 @@ class CollectionAdmin(knowledge_admin.CollectionAdmin):
         for collection in queryset:
             report(
                 request,
-                partial(versions.start_reindex, collection, registry.text_embedder()),
+                partial(actions.do_reindex, collection),
                 _("Building a new index version of “%(name)s”.") % {"name": collection.name},
             )
 
@@ -80,7 +79,7 @@ class CollectionAdmin(knowledge_admin.CollectionAdmin):
         for collection in queryset:
             report(
                 request,
-                partial(versions.rollback, collection),
+                partial(actions.do_roll_back, collection),
                 _("“%(name)s” is back on its previous index version.") % {"name": collection.name},
             )
 
@@ -105,6 +104,6 @@ class IndexVersionAdmin(knowledge_admin.IndexVersionAdmin):
         for version in queryset.exclude(status=IndexVersion.Status.BUILDING):
             report(
                 request,
-                partial(versions.flip, version.collection, version),
+                partial(actions.do_activate_version, version),
                 _("Version %(number)s is now active.") % {"number": version.number},
             )

@@ -26,11 +26,11 @@ from django.db.models import F, Func, IntegerField, Max, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ingestion.actions import do_rerun_document, enqueue_run
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
 from ingestion.enrich import enrich
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParsedPage, ParseError, parser_for
+from ingestion.runs import enqueue_run, new_ingest_run
 from ingestion.terms import terms
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import (
@@ -518,7 +518,7 @@ def requeue_stale_runs(stale_after: timedelta) -> list[IngestionRun]:
         ):
             continue  # it finished meanwhile
         if run.document is not None:
-            requeued.append(do_rerun_document(run.document))
+            requeued.append(new_ingest_run(run.document))
     return requeued
 
 

@@ -13,9 +13,9 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from ingestion.actions import enqueue_run
 from ingestion.models import IngestionRun
 from ingestion.pipeline import create_version, image_embedder, version_config
+from ingestion.runs import enqueue_run
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Collection, Document, IndexedDocument, IndexVersion
 from providers.base import TextEmbedder

@@ -4,9 +4,10 @@ documents, pages and versions is knowledge's (knowledge/api/documents.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.core.exceptions import ValidationError
 from django.http import Http404
-from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import Throttled
@@ -15,14 +16,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ingestion import actions, versions
+from ingestion import actions
 from knowledge.access import access_collection
 from knowledge.api.documents import COLLECTION_ID, CollectionDocumentsView, IndexVersionSerializer
 from knowledge.api.schema import THROTTLED
 from knowledge.api.views import request_user
 from knowledge.models import Collection, IndexVersion
 from portal.limits import upload_refused
-from providers import registry
 
 UPLOAD_RESULT = inline_serializer(
     "UploadResult",
@@ -142,26 +142,24 @@ class VersionActionView(APIView):
     """Owners and team admins: `reindex` builds a new version, `rollback` returns to the
     previous one, `activate` flips to a kept version by number."""
 
-    action_name = ""
+    action_name = ""  # a key of ACTIONS: each is an action of ingestion/actions.py
 
     @extend_schema(parameters=[COLLECTION_ID], request=None, responses={200: IndexVersionSerializer})
     def post(self, request: Request, collection_id: int, number: int | None = None) -> Response:
         collection = access_collection(request.user, collection_id, manage=True)
-        if self.action_name == "reindex":
-            version = versions.start_reindex(collection, registry.text_embedder())
-        elif self.action_name == "rollback":
-            version = versions.rollback(collection)
-        else:
-            version = self._kept_version(collection, number or 0)
-            versions.flip(collection, version)
-            version.refresh_from_db()
+        version = ACTIONS[self.action_name](collection, number)
         return Response(IndexVersionSerializer(version).data)
 
-    @staticmethod
-    def _kept_version(collection: Collection, number: int) -> IndexVersion:
-        found = IndexVersion.objects.filter(collection=collection, number=number).first()
-        if found is None:
-            raise Http404
-        if found.status == IndexVersion.Status.BUILDING:
-            raise ValidationError(_("That version is still being built; it becomes active by itself when done."))
-        return found
+
+def _kept_version(collection: Collection, number: int | None) -> IndexVersion:
+    found = IndexVersion.objects.filter(collection=collection, number=number or 0).first()
+    if found is None:
+        raise Http404
+    return found
+
+
+ACTIONS: dict[str, Callable[[Collection, int | None], IndexVersion]] = {
+    "reindex": lambda collection, _number: actions.do_reindex(collection),
+    "rollback": lambda collection, _number: actions.do_roll_back(collection),
+    "activate": lambda collection, number: actions.do_activate_version(_kept_version(collection, number)),
+}
