@@ -11,12 +11,13 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from assistant.access import access_conversation
 from assistant.answering.answer import CITATION
 from assistant.models import Conversation, Message
 from knowledge.models import Collection, Page
@@ -37,7 +38,7 @@ class Turn:
 @login_required
 @require_GET
 def chat(request: AuthedRequest, conversation_id: int | None = None) -> HttpResponse:
-    conversation = _conversation_for(request, conversation_id) if conversation_id else None
+    conversation = access_conversation(request.user, conversation_id) if conversation_id else None
     turns = [_turn(message) for message in _messages(conversation)] if conversation else []
     checked = set(conversation.collections.values_list("pk", flat=True)) if conversation else set()
     context = {
@@ -55,15 +56,10 @@ def chat(request: AuthedRequest, conversation_id: int | None = None) -> HttpResp
 @login_required
 @require_POST
 def chat_delete(request: AuthedRequest, conversation_id: int) -> HttpResponse:
-    conversation = _conversation_for(request, conversation_id)
+    conversation = access_conversation(request.user, conversation_id)
     conversation.delete()
     messages.success(request, _("Conversation deleted."))
     return redirect("chat")
-
-
-def _conversation_for(request: AuthedRequest, conversation_id: int) -> Conversation:
-    """The user's own conversation; anyone else's does not exist (404)."""
-    return get_object_or_404(Conversation.objects.visible_to(request.user), pk=conversation_id)
 
 
 def _messages(conversation: Conversation) -> list[Message]:

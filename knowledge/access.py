@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils.translation import gettext as _
 
-from knowledge.models import Collection, Document, Membership, Page, Role, Team
+from knowledge.models import ApiToken, Collection, Document, Membership, Page, Role, Team
 
 if TYPE_CHECKING:
     from portal.typing import AnyUser
@@ -23,7 +23,7 @@ def access_collection(
 ) -> Collection:
     """The collection, if `user` may see it; `write` needs editor, `manage` needs team admin
     (or the owning user)."""
-    collection = _get_or_404(Collection.objects.visible_to(user).select_related("owner_team"), collection_id)
+    collection = get_or_404(Collection.objects.visible_to(user).select_related("owner_team"), collection_id)
     if manage and not Collection.objects.manageable_by(user).filter(pk=collection.pk).exists():
         raise PermissionDenied(_("Only the owner or a team admin can do this to the collection."))
     if write and not Collection.objects.editable_by(user).filter(pk=collection.pk).exists():
@@ -34,7 +34,7 @@ def access_collection(
 def access_document(user: AnyUser, document_id: int | str, *, write: bool = False) -> Document:
     """The document, if `user` may see its collection; `write` (delete, re-run) needs editor."""
     visible = Collection.objects.visible_to(user).values("pk")
-    document: Document = _get_or_404(
+    document: Document = get_or_404(
         Document.objects.filter(collection__in=visible).select_related("collection"), document_id
     )
     if write:
@@ -44,16 +44,31 @@ def access_document(user: AnyUser, document_id: int | str, *, write: bool = Fals
 
 def access_page(user: AnyUser, page_id: int | str) -> Page:
     visible = Collection.objects.visible_to(user).values("pk")
-    page: Page = _get_or_404(Page.objects.filter(document__collection__in=visible).select_related("document"), page_id)
+    page: Page = get_or_404(Page.objects.filter(document__collection__in=visible).select_related("document"), page_id)
     return page
 
 
 def access_team(user: AnyUser, team_id: int | str, *, manage: bool = False) -> Team:
     """The team, if `user` is a member; `manage` needs the admin role."""
-    team = _get_or_404(Team.objects.visible_to(user), team_id)
+    team = get_or_404(Team.objects.visible_to(user), team_id)
     if manage and role_in_team(user, team) != Role.ADMIN:
         raise PermissionDenied(_("Only team admins can change the team."))
     return team
+
+
+def access_membership(user: AnyUser, team_id: int | str, membership_id: int | str) -> Membership:
+    """A membership of a team that `user` administers, to change or remove it."""
+    team = access_team(user, team_id, manage=True)
+    visible = Team.objects.visible_to(user).values("pk")
+    memberships = Membership.objects.filter(team=team, team__in=visible).select_related("user", "team")
+    membership: Membership = get_or_404(memberships, membership_id)
+    return membership
+
+
+def access_token(user: AnyUser, token_id: int | str) -> ApiToken:
+    """One of `user`'s own API tokens (revoked ones too); anyone else's does not exist."""
+    token: ApiToken = get_or_404(ApiToken.objects.filter(user=user.pk), token_id)
+    return token
 
 
 def role_in_team(user: AnyUser, team: Team) -> Role | None:
@@ -71,7 +86,8 @@ def collection_role(user: AnyUser, collection: Collection) -> Role | None:
     return role_in_team(user, collection.owner_team)
 
 
-def _get_or_404(queryset, pk: int | str):  # type: ignore[no-untyped-def]
+def get_or_404(queryset, pk: int | str):  # type: ignore[no-untyped-def]
+    """The row of `queryset` (already filtered by the user) with this id, or a 404."""
     try:
         return queryset.get(pk=int(pk))
     except (ValueError, TypeError, queryset.model.DoesNotExist):

@@ -9,13 +9,20 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import actions, hooks
-from knowledge.access import access_collection, access_team, collection_role, role_in_team
+from knowledge.access import (
+    access_collection,
+    access_membership,
+    access_team,
+    access_token,
+    collection_role,
+    role_in_team,
+)
 from knowledge.feedback import report
 from knowledge.forms import (
     AddMemberForm,
@@ -278,28 +285,19 @@ def _team_context(team: Team, is_admin: bool, form: AddMemberForm) -> dict[str, 
 @login_required
 @require_POST
 def member_role(request: AuthedRequest, team_id: int, membership_id: int) -> HttpResponse:
-    team = access_team(request.user, team_id, manage=True)
-    membership = _membership_or_404(team, membership_id)
+    membership = access_membership(request.user, team_id, membership_id)
     form = RoleForm(request.POST)
     if form.is_valid():
         report(request, lambda: actions.do_change_role(membership, Role(form.cleaned_data["role"])), _("Role changed."))
-    return redirect("team", team.pk)
+    return redirect("team", membership.team_id)
 
 
 @login_required
 @require_POST
 def member_remove(request: AuthedRequest, team_id: int, membership_id: int) -> HttpResponse:
-    team = access_team(request.user, team_id, manage=True)
-    membership = _membership_or_404(team, membership_id)
+    membership = access_membership(request.user, team_id, membership_id)
     report(request, lambda: actions.do_remove_member(membership), _("Member removed."))
-    return redirect("team", team.pk)
-
-
-def _membership_or_404(team: Team, membership_id: int) -> Membership:
-    membership = team.memberships.filter(pk=membership_id).first()
-    if membership is None:
-        raise Http404
-    return membership
+    return redirect("team", membership.team_id)
 
 
 @login_required
@@ -320,9 +318,7 @@ def token_list(request: AuthedRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke(request: AuthedRequest, token_id: int) -> HttpResponse:
-    token = ApiToken.objects.filter(user=request.user, pk=token_id).first()
-    if token is None:
-        raise Http404
+    token = access_token(request.user, token_id)
     actions.do_revoke_token(token)
     messages.success(request, _("Token “%(name)s” revoked.") % {"name": token.name})
     return redirect("tokens")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from rest_framework import mixins, serializers, viewsets
 
+from assistant.access import access_conversation
 from assistant.models import Conversation, Message
 
 
@@ -41,6 +42,9 @@ class ConversationViewSet(
         if self.action == "retrieve":
             conversations = conversations.prefetch_related("messages")
         return conversations
+
+    def get_object(self) -> Conversation:
+        return access_conversation(self.request.user, self.kwargs["pk"])
 
     def get_serializer_class(self) -> type[ConversationSerializer]:
         return ConversationDetailSerializer if self.action == "retrieve" else ConversationSerializer

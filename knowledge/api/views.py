@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from knowledge import actions
-from knowledge.access import access_collection, access_team
+from knowledge.access import access_collection, access_membership, access_team, access_token
 from knowledge.api import serializers as s
 from knowledge.models import ApiToken, Collection, Membership, Role, Team
 from portal.models import User
@@ -83,8 +83,7 @@ class MembershipViewSet(
         return Membership.objects.filter(team=self.team()).select_related("user").order_by("user__email")
 
     def get_object(self) -> Membership:
-        team = self.team(manage=True)
-        return _get_membership(team, self.kwargs["pk"])
+        return access_membership(self.request.user, self.kwargs["team_pk"], self.kwargs["pk"])
 
     @extend_schema(request=s.AddMemberSerializer, responses={201: s.MembershipSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -105,15 +104,6 @@ class MembershipViewSet(
 
     def perform_destroy(self, instance: Membership) -> None:
         actions.do_remove_member(instance)
-
-
-def _get_membership(team: Team, pk: str) -> Membership:
-    from django.http import Http404
-
-    try:
-        return Membership.objects.select_related("user", "team").get(team=team, pk=int(pk))
-    except (ValueError, Membership.DoesNotExist):
-        raise Http404 from None
 
 
 class CollectionViewSet(viewsets.ModelViewSet[Collection]):
@@ -170,6 +160,9 @@ class ApiTokenViewSet(
 
     def get_queryset(self) -> QuerySet[ApiToken]:
         return ApiToken.objects.filter(user=self.request.user.pk)
+
+    def get_object(self) -> ApiToken:
+        return access_token(self.request.user, self.kwargs["pk"])
 
     @extend_schema(request=s.ApiTokenSerializer, responses={201: s.NewApiTokenSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
