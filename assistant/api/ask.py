@@ -11,7 +11,7 @@ from typing import Any
 from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.exceptions import NotFound, Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -22,6 +22,7 @@ from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, Failed, collect
 from assistant.answering.pipeline import answer_events, run
 from assistant.answering.session import AskError, Session, start, started
+from assistant.api.serializers import AskRequestSerializer, AskResponseSerializer
 from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED
 from knowledge.api.views import request_user
 from portal.limits import allow_question
@@ -42,80 +43,6 @@ class EventStreamRenderer(BaseRenderer):
 
 def sse(event: Event) -> str:
     return f"event: {event.type}\ndata: {json.dumps(event.to_json(), ensure_ascii=False)}\n\n"
-
-
-class AskRequestSerializer(serializers.Serializer[dict[str, Any]]):
-    question = serializers.CharField(max_length=2000)
-    collections = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
-        required=False,
-        allow_null=True,
-        max_length=100,
-        help_text="Collection ids to answer from; all the caller may see when left out or empty.",
-    )
-    conversation = serializers.IntegerField(
-        min_value=1, required=False, allow_null=True, help_text="Continue this conversation (its history is used)."
-    )
-
-
-class CitationSerializer(serializers.Serializer[dict[str, Any]]):
-    n = serializers.IntegerField()
-    file = serializers.CharField()
-    path = serializers.CharField()
-    page = serializers.IntegerField()
-    place = serializers.CharField()
-    chunk_id = serializers.IntegerField()
-    document_id = serializers.IntegerField()
-    page_id = serializers.IntegerField()
-    location = serializers.DictField()
-    score = serializers.FloatField()
-    snippet = serializers.CharField()
-    text = serializers.CharField(help_text="The cited passage (up to 4,000 characters).")
-    quote = serializers.CharField(
-        allow_blank=True, help_text="The span of the passage the answer rests on, as it stands in `text`."
-    )
-    quote_bbox = serializers.ListField(
-        child=serializers.FloatField(),
-        allow_null=True,
-        help_text="The quote's box on the page, [x0, y0, x1, y1] in the units of `location.bbox`; null when unplaced.",
-    )
-    thumbnail_url = serializers.CharField()
-    video_url = serializers.CharField(allow_null=True, help_text="A timed passage: the video at its moment (`#t=`).")
-
-
-class AttachmentSerializer(serializers.Serializer[dict[str, Any]]):
-    kind = serializers.ChoiceField(choices=["image", "video"])
-    file = serializers.CharField()
-    url = serializers.CharField()
-    page = serializers.IntegerField()
-    chunk_id = serializers.IntegerField()
-    thumbnail_url = serializers.CharField()
-    t_start = serializers.FloatField(allow_null=True)
-
-
-class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
-    answer = serializers.CharField()
-    abstain = serializers.BooleanField()
-    strategy = serializers.ChoiceField(choices=["direct", "rewrite", "multi_step"])
-    rewrite = serializers.CharField(allow_null=True)
-    plan = serializers.ListField(child=serializers.CharField())
-    citations = CitationSerializer(many=True)
-    attachments = AttachmentSerializer(many=True)
-    checks = serializers.DictField(
-        child=serializers.IntegerField(),
-        help_text="What the portal changed in the model's answer after checking it against the passages: "
-        "`retried` (a refusal asked again on the best passage), `removed` (sentences with a value found in no "
-        "passage), `quoted` (the passage's own words added), `steps_added` (plan steps the summary left out).",
-    )
-    judge = serializers.FloatField(
-        allow_null=True,
-        help_text="P(yes) - P(no) of the local model judging whether the passages state the answer "
-        "(PORTAL_ANSWER_JUDGE); null when not judged.",
-    )
-    timings = serializers.DictField(child=serializers.FloatField())
-    conversation = serializers.IntegerField()
-    message = serializers.IntegerField(allow_null=True)
-    error = serializers.DictField(allow_null=True)
 
 
 class AskView(APIView):

@@ -3,32 +3,11 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import mixins, viewsets
 
 from assistant.access import access_conversation
-from assistant.models import Conversation, Message
-
-
-class MessageSerializer(serializers.ModelSerializer[Message]):
-    class Meta:
-        model = Message
-        fields = [
-            "id", "role", "content", "strategy", "rewrite", "plan", "citations", "attachments", "timings",
-            "abstain", "error", "created_at",
-        ]  # fmt: skip
-
-
-class ConversationSerializer(serializers.ModelSerializer[Conversation]):
-    class Meta:
-        model = Conversation
-        fields = ["id", "title", "collections", "created_at", "updated_at"]
-
-
-class ConversationDetailSerializer(ConversationSerializer):
-    messages = MessageSerializer(many=True, read_only=True)
-
-    class Meta(ConversationSerializer.Meta):
-        fields = [*ConversationSerializer.Meta.fields, "messages"]
+from assistant.api.serializers import ConversationDetailSerializer, ConversationSerializer
+from assistant.models import Conversation
 
 
 class ConversationViewSet(

@@ -8,12 +8,13 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status, viewsets
+from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from assistant.api.serializers import DeletedSerializer, ExportSerializer, MemoryChangeSerializer, MemorySerializer
 from assistant.memory.service import (
     Memories,
     MemoryInputError,
@@ -31,38 +32,6 @@ MAX_SEARCH_RESULTS = 50
 class MemoryOff(APIException):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
     default_code = "memory_unavailable"
-
-
-class MemorySerializer(serializers.Serializer[MemoryItem]):
-    id = serializers.UUIDField(read_only=True)
-    text = serializers.CharField(max_length=2000, help_text="The memory, one sentence or a question with its answer.")
-    created_at = serializers.CharField(read_only=True, allow_null=True)
-    updated_at = serializers.CharField(read_only=True, allow_null=True)
-    score = serializers.FloatField(read_only=True, allow_null=True, help_text="Relevance to `q` (searches only).")
-    conversation = serializers.IntegerField(read_only=True, allow_null=True, help_text="Where it was learned.")
-    message = serializers.IntegerField(read_only=True, allow_null=True)
-    inferred = serializers.BooleanField(
-        read_only=True, help_text="False: a question and its answer kept as they were (the model could not extract)."
-    )
-
-
-class MemoryChangeSerializer(serializers.Serializer[dict[str, Any]]):
-    event = serializers.CharField(help_text="ADD or UPDATE.")
-    old = serializers.CharField(allow_null=True)
-    new = serializers.CharField(allow_null=True)
-    created_at = serializers.CharField(allow_null=True)
-    updated_at = serializers.CharField(allow_null=True)
-
-
-class ExportSerializer(serializers.Serializer[dict[str, Any]]):
-    user = serializers.UUIDField()
-    exported_at = serializers.CharField()
-    count = serializers.IntegerField()
-    memories = serializers.ListField(child=serializers.DictField())
-
-
-class DeletedSerializer(serializers.Serializer[dict[str, Any]]):
-    deleted = serializers.IntegerField()
 
 
 def store() -> Memories:

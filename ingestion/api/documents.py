@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
 from django.http import Http404
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.exceptions import Throttled
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -17,35 +17,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ingestion import actions
+from ingestion.api.serializers import LINK_RESULT, UPLOAD_RESULT, VideoLinkSerializer
 from knowledge.access import access_collection
-from knowledge.api.documents import COLLECTION_ID, CollectionDocumentsView, IndexVersionSerializer
+from knowledge.api.documents import COLLECTION_ID, CollectionDocumentsView
 from knowledge.api.schema import THROTTLED
+from knowledge.api.serializers import IndexVersionSerializer
 from knowledge.api.views import request_user
 from knowledge.models import Collection, IndexVersion
 from portal.limits import upload_refused
-
-UPLOAD_RESULT = inline_serializer(
-    "UploadResult",
-    {
-        "name": serializers.CharField(),
-        "document": serializers.IntegerField(allow_null=True),
-        "run": serializers.IntegerField(allow_null=True),
-        "unchanged": serializers.BooleanField(),
-        "error": serializers.CharField(allow_blank=True),
-    },
-    many=True,
-)
-
-LINK_RESULT = inline_serializer(
-    "LinkResult",
-    {
-        "name": serializers.CharField(),
-        "document": serializers.IntegerField(),
-        "run": serializers.IntegerField(allow_null=True),
-        "unchanged": serializers.BooleanField(),
-        "error": serializers.CharField(allow_blank=True),
-    },
-)
 
 
 class DocumentUploadView(CollectionDocumentsView):
@@ -108,13 +87,6 @@ class DocumentUploadView(CollectionDocumentsView):
             )
         ok = any(not result["error"] for result in results)
         return Response(results, status=status.HTTP_201_CREATED if ok else status.HTTP_400_BAD_REQUEST)
-
-
-class VideoLinkSerializer(serializers.Serializer[None]):
-    # Lengths and the URL's scheme are checked by actions.check_video_link, with its messages.
-    url = serializers.CharField(trim_whitespace=True)
-    title = serializers.CharField(trim_whitespace=True)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class CollectionLinksView(APIView):

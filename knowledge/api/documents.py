@@ -12,14 +12,14 @@ from django.http import FileResponse, Http404, HttpResponse
 from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, serializers
+from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
-from knowledge.api.serializers import DocumentSerializer, PageSerializer
+from knowledge.api.serializers import DocumentSerializer, IndexVersionSerializer, PageSerializer
 from knowledge.models import Document, IndexVersion, Page, PageImage
 from knowledge.renders import ensure_render
 
@@ -136,13 +136,6 @@ class PageImageView(APIView):
         if image is None:
             raise Http404
         return FileResponse(image.file.open("rb"), content_type="image/png")
-
-
-class IndexVersionSerializer(serializers.ModelSerializer[IndexVersion]):
-    class Meta:
-        model = IndexVersion
-        fields = ["id", "number", "status", "embedder_id", "dims", "config", "created_at", "built_at", "activated_at"]
-        read_only_fields = fields
 
 
 class CollectionVersionsView(generics.ListAPIView[IndexVersion]):

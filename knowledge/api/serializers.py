@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from knowledge.models import ApiToken, Collection, Document, Membership, Page, PageImage, Role, Team
+from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Page, PageImage, Role, Team
 from knowledge.renders import can_render
 
 
@@ -147,3 +147,10 @@ class PageSerializer(serializers.ModelSerializer[Page]):
 
     def get_render_url(self, page: Page) -> str | None:
         return f"/api/pages/{page.pk}/render/" if can_render(page) else None
+
+
+class IndexVersionSerializer(serializers.ModelSerializer[IndexVersion]):
+    class Meta:
+        model = IndexVersion
+        fields = ["id", "number", "status", "embedder_id", "dims", "config", "created_at", "built_at", "activated_at"]
+        read_only_fields = fields

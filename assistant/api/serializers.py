@@ -1,0 +1,201 @@
+"""The API's serializers: what /api/search/, /api/ask/, /api/conversations/ and
+/api/memories/ accept and return (their views are search.py, ask.py, conversations.py and
+memory.py beside this module)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from assistant.memory.service import MemoryItem
+from assistant.models import Conversation, Message
+from assistant.retrieval.types import CHANNELS, Hit
+
+# Search (search.py)
+
+
+class SearchRequestSerializer(serializers.Serializer[dict[str, object]]):
+    query = serializers.CharField(max_length=2000, trim_whitespace=True)
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        max_length=100,
+        help_text="Collection ids to search; all the caller may see when left out.",
+    )
+    k = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    channels = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(CHANNELS)), required=False, allow_empty=False
+    )
+    rerank = serializers.BooleanField(default=True)
+
+
+class StageSerializer(serializers.Serializer[object]):
+    score = serializers.FloatField()
+    rank = serializers.IntegerField()
+
+
+class HitSerializer(serializers.Serializer[Hit]):
+    chunk_id = serializers.IntegerField()
+    collection_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    document_name = serializers.CharField()
+    rel_path = serializers.CharField()
+    page_id = serializers.IntegerField()
+    page_number = serializers.IntegerField()
+    page_kind = serializers.CharField()
+    kind = serializers.CharField()
+    text = serializers.CharField()
+    location = serializers.DictField()
+    channels = serializers.DictField(child=StageSerializer())
+    fused = serializers.FloatField()
+    rerank = serializers.FloatField(allow_null=True)
+    weight = serializers.FloatField()
+    score = serializers.FloatField()
+    render_url = serializers.CharField()
+
+
+class SearchResponseSerializer(serializers.Serializer[object]):
+    query = serializers.CharField()
+    hits = HitSerializer(many=True)
+    attachments = HitSerializer(many=True)
+    media_intent = serializers.BooleanField()
+    reranker = serializers.CharField()
+    timings = serializers.DictField(child=serializers.FloatField())
+
+
+# Answering (ask.py)
+
+
+class AskRequestSerializer(serializers.Serializer[dict[str, Any]]):
+    question = serializers.CharField(max_length=2000)
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        max_length=100,
+        help_text="Collection ids to answer from; all the caller may see when left out or empty.",
+    )
+    conversation = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, help_text="Continue this conversation (its history is used)."
+    )
+
+
+class CitationSerializer(serializers.Serializer[dict[str, Any]]):
+    n = serializers.IntegerField()
+    file = serializers.CharField()
+    path = serializers.CharField()
+    page = serializers.IntegerField()
+    place = serializers.CharField()
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    page_id = serializers.IntegerField()
+    location = serializers.DictField()
+    score = serializers.FloatField()
+    snippet = serializers.CharField()
+    text = serializers.CharField(help_text="The cited passage (up to 4,000 characters).")
+    quote = serializers.CharField(
+        allow_blank=True, help_text="The span of the passage the answer rests on, as it stands in `text`."
+    )
+    quote_bbox = serializers.ListField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="The quote's box on the page, [x0, y0, x1, y1] in the units of `location.bbox`; null when unplaced.",
+    )
+    thumbnail_url = serializers.CharField()
+    video_url = serializers.CharField(allow_null=True, help_text="A timed passage: the video at its moment (`#t=`).")
+
+
+class AttachmentSerializer(serializers.Serializer[dict[str, Any]]):
+    kind = serializers.ChoiceField(choices=["image", "video"])
+    file = serializers.CharField()
+    url = serializers.CharField()
+    page = serializers.IntegerField()
+    chunk_id = serializers.IntegerField()
+    thumbnail_url = serializers.CharField()
+    t_start = serializers.FloatField(allow_null=True)
+
+
+class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
+    answer = serializers.CharField()
+    abstain = serializers.BooleanField()
+    strategy = serializers.ChoiceField(choices=["direct", "rewrite", "multi_step"])
+    rewrite = serializers.CharField(allow_null=True)
+    plan = serializers.ListField(child=serializers.CharField())
+    citations = CitationSerializer(many=True)
+    attachments = AttachmentSerializer(many=True)
+    checks = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="What the portal changed in the model's answer after checking it against the passages: "
+        "`retried` (a refusal asked again on the best passage), `removed` (sentences with a value found in no "
+        "passage), `quoted` (the passage's own words added), `steps_added` (plan steps the summary left out).",
+    )
+    judge = serializers.FloatField(
+        allow_null=True,
+        help_text="P(yes) - P(no) of the local model judging whether the passages state the answer "
+        "(PORTAL_ANSWER_JUDGE); null when not judged.",
+    )
+    timings = serializers.DictField(child=serializers.FloatField())
+    conversation = serializers.IntegerField()
+    message = serializers.IntegerField(allow_null=True)
+    error = serializers.DictField(allow_null=True)
+
+
+# Conversations (conversations.py)
+
+
+class MessageSerializer(serializers.ModelSerializer[Message]):
+    class Meta:
+        model = Message
+        fields = [
+            "id", "role", "content", "strategy", "rewrite", "plan", "citations", "attachments", "timings",
+            "abstain", "error", "created_at",
+        ]  # fmt: skip
+
+
+class ConversationSerializer(serializers.ModelSerializer[Conversation]):
+    class Meta:
+        model = Conversation
+        fields = ["id", "title", "collections", "created_at", "updated_at"]
+
+
+class ConversationDetailSerializer(ConversationSerializer):
+    messages = MessageSerializer(many=True, read_only=True)
+
+    class Meta(ConversationSerializer.Meta):
+        fields = [*ConversationSerializer.Meta.fields, "messages"]
+
+
+# Memory (memory.py)
+
+
+class MemorySerializer(serializers.Serializer[MemoryItem]):
+    id = serializers.UUIDField(read_only=True)
+    text = serializers.CharField(max_length=2000, help_text="The memory, one sentence or a question with its answer.")
+    created_at = serializers.CharField(read_only=True, allow_null=True)
+    updated_at = serializers.CharField(read_only=True, allow_null=True)
+    score = serializers.FloatField(read_only=True, allow_null=True, help_text="Relevance to `q` (searches only).")
+    conversation = serializers.IntegerField(read_only=True, allow_null=True, help_text="Where it was learned.")
+    message = serializers.IntegerField(read_only=True, allow_null=True)
+    inferred = serializers.BooleanField(
+        read_only=True, help_text="False: a question and its answer kept as they were (the model could not extract)."
+    )
+
+
+class MemoryChangeSerializer(serializers.Serializer[dict[str, Any]]):
+    event = serializers.CharField(help_text="ADD or UPDATE.")
+    old = serializers.CharField(allow_null=True)
+    new = serializers.CharField(allow_null=True)
+    created_at = serializers.CharField(allow_null=True)
+    updated_at = serializers.CharField(allow_null=True)
+
+
+class ExportSerializer(serializers.Serializer[dict[str, Any]]):
+    user = serializers.UUIDField()
+    exported_at = serializers.CharField()
+    count = serializers.IntegerField()
+    memories = serializers.ListField(child=serializers.DictField())
+
+
+class DeletedSerializer(serializers.Serializer[dict[str, Any]]):
+    deleted = serializers.IntegerField()
