@@ -15,7 +15,7 @@ it uses, plus per-document and per-chunk noise, normalised. So the queries, whic
 real at search time, land near the chunks that share their words. A corpus is kept between runs
 (its collections' description is the marker) unless --rebuild, and loaded in minutes: Document,
 Page, IndexedPage and IndexedDocument rows by bulk_create, chunks by COPY, the version's HNSW index
-and the global HNSW index of its dims (ingestion.pipeline) built after the load, BM25 statistics
+and the global HNSW index of its dims (ingestion.index) built after the load, BM25 statistics
 by ingestion.stats.add_documents.
 
 Measured, as the bench user, over all 50 collections and over one: p50/p95 milliseconds of
@@ -411,7 +411,7 @@ def build(size: int) -> tuple[list[int], dict[str, float]]:
     from django.db import connection, transaction
 
     from ingestion import stats
-    from ingestion.pipeline import ensure_active_version, vector_index_sql
+    from ingestion.index import ensure_active_version, vector_index_sql
     from ingestion.terms import terms
     from knowledge.models import Collection, Document, IndexedDocument, IndexedPage, Page
     from providers import registry

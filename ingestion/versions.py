@@ -13,8 +13,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from ingestion.index import create_version, image_embedder, version_config
 from ingestion.models import IngestionRun
-from ingestion.pipeline import create_version, image_embedder, version_config
 from ingestion.runs import enqueue_run
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Collection, Document, IndexedDocument, IndexVersion

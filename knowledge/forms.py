@@ -45,7 +45,7 @@ class TokenForm(forms.Form):
 
 class CollectionSettingsForm(forms.Form):
     """The options kept in Collection.settings: how pages are chunked (read by
-    ingestion.pipeline.chunk_settings), page summaries, and source weights by path (read by
+    ingestion.index.chunk_settings), page summaries, and source weights by path (read by
     assistant.retrieval.search). Bounds match ingestion.chunking.ChunkSettings."""
 
     chunk_size = forms.IntegerField(label=_("Chunk size (characters)"), min_value=50, max_value=8000, initial=400)

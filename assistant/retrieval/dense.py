@@ -14,7 +14,7 @@ version (b-tree) and every distance computed, an exact scan that is faster than 
 graph walks and has recall 1.
 
 Many versions are searched at once in the global index of their dims (every searchable
-chunk with those dims, ingestion.pipeline.vector_index_sql), filtered by version during an
+chunk with those dims, ingestion.index.vector_index_sql), filtered by version during an
 iterative scan: one graph walk instead of one per version. It pays when the scope holds a
 fair share of that index; a few small collections in a large database read their own."""
 

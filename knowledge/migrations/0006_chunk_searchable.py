@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             field=models.BooleanField(default=False, verbose_name='searchable'),
         ),
             # Chunks of searchable documents are marked, and each version's HNSW indexes are built
-        # again over its searchable chunks only (ingestion.pipeline.vector_index_sql).
+        # again over its searchable chunks only (ingestion.index.vector_index_sql).
         migrations.RunSQL(
             """
 UPDATE knowledge_chunk c SET searchable = true

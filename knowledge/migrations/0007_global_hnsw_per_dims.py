@@ -3,7 +3,7 @@ from django.db import migrations
 
 def create_global_indexes(apps, schema_editor):  # type: ignore[no-untyped-def]
     """One HNSW index per embedding size in use, over every version's searchable chunks of
-    that size (the statements of ingestion.pipeline.vector_index_sql; later sizes get theirs
+    that size (the statements of ingestion.index.vector_index_sql; later sizes get theirs
     when their first version is created)."""
     IndexVersion = apps.get_model("knowledge", "IndexVersion")
     for dims in IndexVersion.objects.values_list("dims", flat=True).distinct():

@@ -1,0 +1,225 @@
+"""The index: what an index version is built with (its chunk and parser settings, its
+embedders), creating one with its vector indexes (the raw SQL on `knowledge_chunk`), the
+versions new content goes to, and a page's chunks embedded and written into a version.
+Reindex, flip, rollback and pruning are versions.py's; a run that calls these, pipeline.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import connection, transaction
+from django.db.models import F, Func, IntegerField, Max, Q
+from django.utils import timezone
+
+from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
+from ingestion.parsers.base import ParsedPage
+from ingestion.terms import terms
+from knowledge.models import Chunk, Collection, IndexedPage, IndexVersion, Page
+from providers.base import ImageEmbedder, ProviderError, TextEmbedder, check_dims
+
+PARSER_VERSION = 5  # bump when parsing changes what pages contain: a new index version follows
+
+
+def chunk_settings(collection: Collection) -> ChunkSettings:
+    options = collection.settings or {}
+    return ChunkSettings(size=int(options.get("chunk_size", 400)), overlap=int(options.get("chunk_overlap", 50)))
+
+
+def version_chunk_settings(version: IndexVersion) -> ChunkSettings:
+    """A version chunks with the settings it was created with, whatever the collection says now."""
+    return ChunkSettings(size=int(version.config["chunk_size"]), overlap=int(version.config["chunk_overlap"]))
+
+
+def version_config(collection: Collection) -> dict[str, object]:
+    chunks = chunk_settings(collection)
+    return {
+        "chunk_size": chunks.size,
+        "chunk_overlap": chunks.overlap,
+        "parser_version": PARSER_VERSION,
+        "page_summaries": bool((collection.settings or {}).get("page_summaries", False)),
+    }
+
+
+def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> IndexVersion:
+    """The collection's active version, creating the first one when it has none."""
+    if collection.active_version_id is not None:
+        return IndexVersion.objects.get(pk=collection.active_version_id)
+    with transaction.atomic():
+        locked = Collection.objects.select_for_update().get(pk=collection.pk)
+        if locked.active_version_id is not None:
+            return IndexVersion.objects.get(pk=locked.active_version_id)
+        version = create_version(locked, embedder, status=IndexVersion.Status.ACTIVE)
+        locked.active_version = version
+        locked.save(update_fields=["active_version"])
+    collection.active_version = version
+    return version
+
+
+def image_embedder() -> ImageEmbedder | None:
+    """The configured image embedder, or None (offline there is none: docs/models.md)."""
+    from providers import registry
+
+    return registry.image_embedder() if registry.available("image_embedding") else None
+
+
+def create_version(collection: Collection, embedder: TextEmbedder, status: str) -> IndexVersion:
+    config = version_config(collection)
+    last = IndexVersion.objects.filter(collection=collection).aggregate(n=Max("number"))["n"] or 0
+    pictures = image_embedder()
+    version = IndexVersion.objects.create(
+        collection=collection,
+        number=last + 1,
+        embedder_id=embedder.model_id,
+        dims=embedder.dims,
+        image_embedder_id=pictures.model_id if pictures else "",
+        image_dims=pictures.dims if pictures else None,
+        config=config,
+        config_hash=hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest(),
+        status=status,
+        activated_at=timezone.now() if status == IndexVersion.Status.ACTIVE else None,
+    )
+    _create_vector_index(version)
+    return version
+
+
+def _create_vector_index(version: IndexVersion) -> None:
+    with connection.cursor() as cursor:
+        # CREATE INDEX refuses a table with deferred FK checks pending in this transaction:
+        # run those checks now (they would run at commit anyway).
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for sql in vector_index_sql(version):
+            cursor.execute(sql)
+
+
+def vector_index_sql(version: IndexVersion) -> list[str]:
+    """pgvector indexes need a fixed size: one partial HNSW index per version, on the cast
+    column, over its searchable chunks only, so that a search needs no other filter and the
+    planner reads the graph; and one global index per dims over every version's searchable
+    chunks of that size, which a search over many versions reads once, filtered by version
+    (assistant.retrieval.dense). Identifiers come from integers we own, not from input."""
+    pk, dims = int(version.pk), int(version.dims)
+    statements = [
+        f"CREATE INDEX IF NOT EXISTS chunk_hnsw_v{pk} ON knowledge_chunk "
+        f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+        f"WHERE index_version_id = {pk} AND searchable",
+        f"CREATE INDEX IF NOT EXISTS chunk_hnsw_d{dims} ON knowledge_chunk "
+        f"USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+        f"WHERE vector_dims(embedding) = {dims} AND searchable",
+    ]
+    if version.image_dims:
+        image_dims = int(version.image_dims)
+        statements += [
+            f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_v{pk} ON knowledge_chunk "
+            f"USING hnsw ((image_embedding::vector({image_dims})) vector_cosine_ops) "
+            f"WHERE index_version_id = {pk} AND searchable AND image_embedding IS NOT NULL",
+            f"CREATE INDEX IF NOT EXISTS chunk_image_hnsw_d{image_dims} ON knowledge_chunk "
+            f"USING hnsw ((image_embedding::vector({image_dims})) vector_cosine_ops) "
+            f"WHERE vector_dims(image_embedding) = {image_dims} AND searchable",
+        ]
+    return statements
+
+
+def target_versions(collection: Collection) -> list[IndexVersion]:
+    """Where new content goes: the active version, and any version being built."""
+    return list(
+        IndexVersion.objects.filter(
+            Q(pk=collection.active_version_id) | Q(collection=collection, status=IndexVersion.Status.BUILDING)
+        ).order_by("number")
+    )
+
+
+def page_valid(page: Page, version: IndexVersion) -> bool:
+    record = IndexedPage.objects.filter(index_version=version, page=page).first()
+    if record is None or record.content_sha256 != page.content_sha256:
+        return False
+    chunks = Chunk.objects.filter(index_version=version, page=page)
+    broken = chunks.annotate(dims=Func(F("embedding"), function="vector_dims", output_field=IntegerField())).filter(
+        Q(embedding__isnull=True) | ~Q(dims=version.dims) | ~Q(location__has_key="page")
+    )
+    return chunks.count() == record.chunk_count and not broken.exists()
+
+
+def index_page(
+    page: Page, parsed: ParsedPage, version: IndexVersion, embedder: TextEmbedder, settings: ChunkSettings
+) -> int:
+    drafts = chunk_page(parsed, settings)
+    if version.config.get("page_summaries") and len(parsed.text) >= SUMMARY_MIN_CHARS:
+        drafts.append(ChunkDraft("summary", summarize(parsed.text), parsed.number, None, parsed.heading_path))
+    vectors = embedder.embed_documents([_embedding_text(d) for d in drafts]) if drafts else []
+    pictures = _image_vectors(drafts, version)
+    rows = []
+    for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
+        counts = terms(draft.text + " " + " ".join(draft.heading_path))
+        rows.append(
+            Chunk(
+                index_version=version,
+                document_id=page.document_id,
+                page=page,
+                ordinal=ordinal,
+                kind=draft.kind,
+                text=draft.text,
+                location=draft.location,
+                terms=dict(counts),
+                length=sum(counts.values()),
+                embedding=vector,
+                image_embedding=pictures.get(ordinal),
+                content_sha256=draft.content_sha256,
+            )
+        )
+    with transaction.atomic():
+        Chunk.objects.filter(index_version=version, page=page).delete()
+        IndexedPage.objects.filter(index_version=version, page=page).delete()
+        Chunk.objects.bulk_create(rows)
+        IndexedPage.objects.create(
+            index_version=version, page=page, content_sha256=page.content_sha256, chunk_count=len(rows)
+        )
+    return len(rows)
+
+
+def _image_vectors(drafts: list[ChunkDraft], version: IndexVersion) -> dict[int, list[float]]:
+    """Image and frame chunks in the image embedder's space, by ordinal, where the version has one."""
+    if not version.image_dims:
+        return {}
+    pictured = [
+        (n, d.image) for n, d in enumerate(drafts) if d.image is not None and d.kind in ("image", "picture", "frame")
+    ]
+    if not pictured:
+        return {}
+    model = image_embedder()
+    if model is None or model.model_id != version.image_embedder_id:
+        raise ProviderError(
+            "image_embedding",
+            version.image_embedder_id.split(":")[0],
+            f"index version {version.number} embeds pictures with {version.image_embedder_id}, which is not "
+            "configured now: configure it again, or reindex the collection.",
+        )
+    check_dims(model, version.image_dims, role="image_embedding", provider=model.model_id.split(":")[0])
+    vectors = model.embed_images([image for _n, image in pictured if image is not None])
+    return {n: vector for (n, _image), vector in zip(pictured, vectors, strict=True)}
+
+
+SUMMARY_MIN_CHARS = 200  # shorter pages are their own summary
+SUMMARY_PROMPTS = {
+    "zh": "用两句话概括这一页的主要内容，只输出概括。",
+    "en": "Summarise this page in two sentences. Output only the summary.",
+}
+
+
+def summarize(text: str) -> str:
+    """A short summary of a page by the chat model: found by "what is this page about"
+    questions that no single chunk answers (seed 000's summary recall)."""
+    from common.language import language_of
+    from providers import chat_model
+    from providers.base import ChatMessage
+
+    prompt = SUMMARY_PROMPTS[language_of(text)]
+    result = chat_model().complete(
+        [ChatMessage("system", prompt), ChatMessage("user", text[:3000])], max_tokens=120, temperature=0.0
+    )
+    return result.text.strip()
+
+
+def _embedding_text(draft: ChunkDraft) -> str:
+    # The headings above a chunk say what it is about; they embed with it.
+    return " > ".join(draft.heading_path) + "\n" + draft.text if draft.heading_path else draft.text
