@@ -85,6 +85,14 @@ def team_collection(alice, team) -> Collection:
 
 
 @pytest.fixture
+def media(settings, tmp_path):
+    """The test's own MEDIA_ROOT, so that stored files go to its tmp_path (and the live
+    processes it starts are given it). Modules that store files say
+    `pytestmark = pytest.mark.usefixtures("media")`."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture
 def api():
     """An API client; call `api.force_login(user)` or `token_for(api, user)`."""
     return APIClient()

@@ -41,6 +41,8 @@ from knowledge.models import Document, Page, PageImage, Role
 from portal.routing import websocket_urlpatterns
 from tests.conftest import set_role
 
+pytestmark = pytest.mark.usefixtures("media")
+
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
 PUBLIC = {"healthz", "schema", "api-docs", "set_language"}
 PUBLIC_PREFIXES = ("accounts/", "admin/")
@@ -149,11 +151,6 @@ def test_it_has_every_route_classified():
     }
     assert unclassified == set(), "classify these routes in tests/test_isolation.py"
     assert {str(p.pattern) for p in websocket_urlpatterns} == WEBSOCKETS
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def _document(collection, name: str, text: str) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Page
 
+pytestmark = pytest.mark.usefixtures("media")
+
 
 def make_conversation(user, title: str, answer: str = "", **fields) -> Conversation:
     conversation = Conversation.objects.create(user=user, title=title)
@@ -60,11 +62,6 @@ def citation_on(page: Page, n: int = 1) -> dict:
         "snippet": "Unused leave carries over, five days at most.",
         "thumbnail_url": f"/api/pages/{page.pk}/render/",
     }
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def test_it_sends_anonymous_visitors_to_login(client):

@@ -17,22 +17,14 @@ from providers.dashscope import (
     DashScopeReranker,
     DashScopeVisionModel,
 )
-from tests.assistant.wire import Reply, serve
+from tests.assistant.conftest import PNG
+from tests.assistant.wire import Reply
 
 GENERATION = "/api/v1/services/aigc/text-generation/generation"
 VISION = "/api/v1/services/aigc/multimodal-generation/generation"
 EMBEDDING = "/api/v1/services/embeddings/text-embedding/text-embedding"
 MULTIMODAL = "/api/v1/services/embeddings/multimodal-embedding/multimodal-embedding"
 RERANK = "/api/v1/services/rerank/text-rerank/text-rerank"
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-)
-
-
-@pytest.fixture
-def wire():
-    with serve() as server, mock.patch("providers.retry.pause"):
-        yield server
 
 
 def config(wire, role: str, model: str, **extra) -> RoleConfig:

@@ -41,11 +41,6 @@ PUBLIC_FLOORS = {"hit@5": 0.6, "cite@5": 0.3, "key_coverage": 0.1, "abstain_corr
 A1, A2, B1, C1 = ("a.pdf", 1), ("a.pdf", 2), ("b.md", 1), ("c.png", 1)
 
 
-@pytest.fixture
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
 # Metrics
 
 

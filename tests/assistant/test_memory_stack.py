@@ -22,7 +22,7 @@ from tests.assistant.test_chat_socket import ask, headers, until_done
 from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.stack import free_port, http_ok, process, wait_for
 
-pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 
 PREFERENCE = "用户喜欢用表格形式的回答"
 
@@ -75,11 +75,6 @@ def worker(wire, tmp_path):
         wait_for(lambda: b"ready." in log.read_bytes() or proc.poll() is not None, 60, "worker start", log)
         assert proc.poll() is None, log.read_text()
         yield log
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def test_a_preference_told_once_is_remembered_in_a_later_conversation_and_only_for_its_owner(

@@ -15,12 +15,7 @@ from assistant.tasks import remember_turn
 from portal.supervisor import MEMORY_QUEUE, worker_command
 from tests.stack import process, wait_for
 
-pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 
 
 def turn(user, question: str, answer: str) -> int:

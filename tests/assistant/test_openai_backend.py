@@ -12,18 +12,10 @@ from providers.base import ChatMessage, ProviderError
 from providers.config import RoleConfig
 from providers.openai_compat import OpenAIChatModel, OpenAIEmbedder, OpenAIVisionModel
 from providers.rerank_http import HttpReranker
-from tests.assistant.wire import Reply, chunks, completion, embeddings, serve
+from tests.assistant.conftest import PNG
+from tests.assistant.wire import Reply, chunks, completion, embeddings
 
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-)
 QUESTION = [ChatMessage("system", "Answer briefly."), ChatMessage("user", "退款政策是什么？")]
-
-
-@pytest.fixture
-def wire():
-    with serve() as server, mock.patch("providers.retry.pause"):
-        yield server
 
 
 def config(wire, role="chat", **extra) -> RoleConfig:

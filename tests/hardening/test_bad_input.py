@@ -31,9 +31,7 @@ KEPT = ("kept.md", b"# Meals\n\nMeals are reimbursed up to 100 yuan a day.\n")
 UNREADABLE = re.compile(r"Traceback|\bNone\b|/tmp/|/work/|/var/|originals/|\.py\b|<_io\.|object at 0x")
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def wait_done(api, document_ids: list[int], timeout: float) -> dict[int, dict[str, Any]]:

@@ -41,7 +41,7 @@ from ingestion.pipeline import claim, ingest_document
 from knowledge.models import Chunk, Document, IndexedDocument, Page
 from portal.supervisor import web_command, worker_command
 from tests.assistant.chat_files import policy_pdf
-from tests.assistant.test_chat_socket import until_done
+from tests.assistant.test_chat_socket import ask, until_done
 from tests.assistant.wire import Reply, chunks, completion, embeddings, serve
 from tests.hardening.servers import PrivatePostgres, PrivateRedis, postgres_bin, redis_server
 from tests.ingestion.image_files import text_image
@@ -78,10 +78,6 @@ def wire() -> Iterator[Any]:
 
 def stream_requests(wire: Any) -> int:
     return sum(1 for _p, _h, body in wire.requests if isinstance(body, dict) and body.get("stream"))
-
-
-def ask(question: str, collections: list[int] | None = None, conversation: int | None = None) -> str:
-    return json.dumps({"type": "ask", "question": question, "collections": collections, "conversation": conversation})
 
 
 def healthz(port: int) -> tuple[int, dict[str, Any]]:

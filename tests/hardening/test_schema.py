@@ -62,7 +62,11 @@ from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.ingestion.files import handbook_pdf
 from tests.stack import wait_for
 
-pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.stack,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("media"),  # before `portal`: the processes are given the test's MEDIA_ROOT
+]
 
 EXAMPLES = int(os.environ.get("PORTAL_SCHEMA_EXAMPLES", "10"))
 DEFAULT_SEED = 20261201
@@ -115,12 +119,6 @@ def chat_model(monkeypatch):
 @pytest.fixture
 def portal(chat_model, live_worker, live_web) -> str:
     return f"http://127.0.0.1:{live_web}"
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    # Before `portal`: the processes are given the test's MEDIA_ROOT.
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 @pytest.fixture

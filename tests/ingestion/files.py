@@ -11,6 +11,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from knowledge.models import Collection, Document
 
+POLICY = "公司的差旅报销政策规定，员工出差期间的住宿标准按城市等级执行，北京每晚不超过600元。"
+"""A sentence of a travel policy, for documents that a search of 北京 住宿标准 finds."""
+
+ZERO_PAGE_PDF = (
+    b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n"
+    b"2 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n"
+    b"trailer\n<< /Root 1 0 R >>\n%%EOF\n"
+)
+"""A well-formed PDF whose page tree is empty."""
+
 CJK_FONTS = [
     Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"),
     Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),

@@ -7,10 +7,7 @@ from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge.models import Collection, Document, IndexVersion
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 @pytest.fixture

@@ -17,16 +17,14 @@ from ingestion.models import IngestionRun
 from knowledge.models import Chunk, Collection, Document, IndexedDocument
 from tests.conftest import token_for
 from tests.ingestion.image_files import photo_jpeg
-from tests.ingestion.test_pipeline import CountingEmbedder, add, run_it
+from tests.ingestion.runs import CountingEmbedder, add, run_it
 
 BAD = Path(__file__).resolve().parent.parent / "files" / "bad"
 SENTENCE = "Hotels in Beijing are capped at 600 yuan a night."
 KEPT = "The version stored before is kept."
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def policy_pdf(path: Path, sentence: str = SENTENCE) -> bytes:

@@ -11,12 +11,7 @@ from knowledge.models import Chunk, Document, Role
 from tests.conftest import set_role, token_for
 from tests.ingestion.files import handbook_pdf
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 
 
 def upload(api, collection_id: int, *files: tuple[str, bytes]):

@@ -11,19 +11,9 @@ import pytest
 from ingestion.models import IngestionRun
 from knowledge.models import Chunk, Document, Page, PageImage
 from tests.ingestion import media_files, office_files, sheet_files
-from tests.ingestion.test_pipeline import CountingEmbedder, add, run_it
+from tests.ingestion.runs import add, run_it
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
-@pytest.fixture
-def embedder() -> CountingEmbedder:
-    return CountingEmbedder()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 
 def ingest(collection, name, data, embedder) -> Document:

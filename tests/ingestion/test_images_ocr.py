@@ -20,9 +20,7 @@ from tests.ingestion.image_files import photo_jpeg, scanned_pdf, text_image
 INVOICE = ["Invoice 2024 total 350 yuan", "差旅费用凭发票报销"]
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def parse(data: bytes, tmp_path, name: str = "picture"):

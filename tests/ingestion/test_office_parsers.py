@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -171,6 +172,21 @@ def test_it_keeps_a_slides_pictures_as_png(briefing):
     assert image.image.startswith(PNG)
     assert (image.text, image.read_text, image.bbox) == ("", True, (144, 72, 432, 288))
     assert text.text == "The claim flow."
+
+
+def test_a_slides_picture_is_captioned_with_the_slides_title(tmp_path):
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # Title Only
+    slide.shapes.title.text = "Claim flow 报销流程"
+    slide.shapes.add_picture(io.BytesIO(png(200, 150)), Inches(2), Inches(2), width=Inches(4))
+    deck.save(str(tmp_path / "flow.pptx"))
+    (page,) = parser_for(PPTX).pages(tmp_path / "flow.pptx")
+    (picture,) = [block for block in page.blocks if block.kind == "image"]
+    assert picture.text == "Claim flow 报销流程"
+    assert picture.read_text is True
 
 
 def test_it_chunks_a_slide_into_table_text_and_notes(briefing):

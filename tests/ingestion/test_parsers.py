@@ -7,7 +7,7 @@ import pytest
 
 from ingestion.parsers.base import ParseError, parser_for, supported_types
 from ingestion.sniff import sniff
-from tests.ingestion.files import handbook_pdf
+from tests.ingestion.files import ZERO_PAGE_PDF, handbook_pdf
 
 
 @pytest.fixture
@@ -198,3 +198,23 @@ def test_a_poster_sized_page_is_rendered_within_the_pixel_cap(tmp_path, settings
     assert whole[0] * whole[1] <= MAX_RENDER_PIXELS
     assert clip[0] * clip[1] <= MAX_RENDER_PIXELS
     assert clip[0] > whole[0]  # half the area: a higher dpi fits
+
+
+def test_a_pdfs_running_header_is_left_out_like_its_footer(tmp_path):
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page(width=595, height=842)
+    page.insert_text((72, 30), "ACME Corp - internal", fontsize=8)  # inside the top 6 %
+    page.insert_text((72, 120), "Hotels are capped by city tier.", fontsize=11)
+    page.insert_text((72, 820), "page 1 of 1", fontsize=8)
+    document.save(tmp_path / "banded.pdf")
+    (parsed,) = parser_for("application/pdf").pages(tmp_path / "banded.pdf")
+    assert parsed.text == "Hotels are capped by city tier."
+
+
+def test_a_zero_page_pdf_is_refused_by_the_parser(tmp_path):
+    path = tmp_path / "empty.pdf"
+    path.write_bytes(ZERO_PAGE_PDF)
+    with pytest.raises(ParseError, match="no pages"):
+        list(parser_for("application/pdf").pages(path))

@@ -3,7 +3,7 @@ locations; identical files do no work; one changed page is the only one re-embed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -11,52 +11,14 @@ from django.db import connection
 
 from ingestion import actions
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
-from knowledge.models import Chunk, Collection, Document, IndexedDocument, IndexedPage, PageImage
+from knowledge.models import Chunk, Document, IndexedDocument, IndexedPage, PageImage
 from knowledge.renders import ensure_render
-from providers import registry
-from tests.ingestion.files import handbook_pdf
+from tests.ingestion import media_files
+from tests.ingestion.files import POLICY, ZERO_PAGE_PDF, handbook_pdf
+from tests.ingestion.image_files import photo_jpeg
+from tests.ingestion.runs import add, run_it
 
-
-class CountingEmbedder:
-    """The real local embedder, counting the texts it is asked to embed."""
-
-    def __init__(self) -> None:
-        self.inner = registry.text_embedder()
-        self.model_id = self.inner.model_id
-        self.texts = 0
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.texts += len(texts)
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
-
-
-@pytest.fixture
-def embedder() -> CountingEmbedder:
-    return CountingEmbedder()
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
-def add(collection: Collection, name: str, data: bytes) -> tuple[Document, IngestionRun]:
-    document, run = actions.do_add_document(collection, name, data)
-    assert run is not None
-    return document, run
-
-
-def run_it(run: IngestionRun, embedder: CountingEmbedder):
-    assert claim(run)
-    return ingest_document(run, embedder)
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def ten_pages(path, changed: int | None = None):
@@ -167,6 +129,34 @@ def test_it_redoes_a_page_whose_chunks_are_incomplete(db, private_collection, em
     assert IndexedPage.objects.filter(page__document=document).count() == 10
 
 
+# A page is valid when all its chunks exist with the right dims and complete metadata.
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "damage",
+    [{"embedding": None}, {"embedding": [0.1, 0.2, 0.3]}, {"location": {}}],
+    ids=["no-vector", "wrong-dims", "no-location"],
+)
+def test_a_page_whose_chunk_lost_its_vector_or_metadata_is_the_only_one_redone(
+    private_collection, embedder, tmp_path, damage
+):
+    document, run = add(private_collection, "rules.pdf", ten_pages(tmp_path / "a.pdf").read_bytes())
+    run_it(run, embedder)
+    IndexedDocument.objects.filter(document=document).delete()  # unsearchable, as a crash would leave it
+    chunk = Chunk.objects.filter(document=document, page__number=4).first()
+    assert chunk is not None
+    Chunk.objects.filter(pk=chunk.pk).update(**damage)
+    before = embedder.texts
+    result = run_it(IngestionRun.objects.create(collection=private_collection, document=document), embedder)
+    assert result is not None
+    assert (result.pages_indexed, result.pages_kept) == (1, 9)
+    redone = Chunk.objects.filter(document=document, page__number=4)
+    assert embedder.texts - before == redone.count()
+    assert all(c.embedding is not None and len(c.embedding) == 384 and c.location["page"] == 4 for c in redone)
+    assert IndexedDocument.objects.filter(document=document).exists()
+
+
 def test_it_fails_a_broken_file_readably_and_keeps_the_others(db, private_collection, embedder, tmp_path):
     good, good_run = add(private_collection, "notes.md", "# 标题\n\n正文。".encode())
     run_it(good_run, embedder)
@@ -180,6 +170,60 @@ def test_it_fails_a_broken_file_readably_and_keeps_the_others(db, private_collec
     assert document.status == "failed"
     assert document.error == run.error
     assert Document.objects.get(pk=good.pk).status == "ready"
+
+
+# Bad input: a readable error on that document's run; other files go on.
+
+
+def truncated_jpeg(_tmp_path) -> bytes:
+    data = photo_jpeg()
+    return data[: len(data) // 2]
+
+
+def decompression_bomb(_tmp_path) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("1", (1500, 1000)).save(buffer, format="PNG")  # 1.5 MP in a few hundred bytes
+    return buffer.getvalue()
+
+
+def recording_without_picture(tmp_path) -> bytes:
+    return media_files.make_audio_only(tmp_path / "sound.m4a").read_bytes()
+
+
+def gbk_csv_with_mixed_delimiters(_tmp_path) -> bytes:
+    return "项目,金额,备注\n差旅,1200,北京\n培训;800;内部\n办公;56;笔\n".encode("gbk")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "make", "message"),
+    [
+        ("empty.pdf", lambda _tmp_path: ZERO_PAGE_PDF, "The PDF has no pages."),
+        ("photo.jpg", truncated_jpeg, "damaged or incomplete"),
+        ("huge.png", decompression_bomb, "PORTAL_MAX_IMAGE_MEGAPIXELS"),
+        ("sound.mp4", recording_without_picture, "no video picture"),
+        ("预算.csv", gbk_csv_with_mixed_delimiters, "mixes delimiters: both “,” and “;”"),
+    ],
+)
+def test_bad_files_fail_their_own_run_readably_and_the_others_stay_searchable(
+    private_collection, embedder, tmp_path, settings, name, make, message
+):
+    settings.MAX_IMAGE_MEGAPIXELS = 1
+    good, good_run = add(private_collection, "notes.md", f"# Notes\n\n{POLICY}".encode())
+    run_it(good_run, embedder)
+    document, run = add(private_collection, name, make(tmp_path))
+    assert run_it(run, embedder) is None
+    run.refresh_from_db()
+    document.refresh_from_db()
+    assert run.status == IngestionRun.Status.FAILED
+    assert message in run.error
+    assert "Traceback" not in run.error
+    assert (document.status, document.error) == (Document.Status.FAILED, run.error)
+    good.refresh_from_db()
+    assert good.status == Document.Status.READY
+    assert IndexedDocument.objects.filter(document=good).exists()
 
 
 def test_it_stops_when_cancelled(db, private_collection, embedder, tmp_path):

@@ -22,9 +22,7 @@ ZHUANGZI = (  # the passage the vertical test page sets in six faces, two column
 )
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def ingest_file(collection, name: str) -> tuple[str, list[str]]:

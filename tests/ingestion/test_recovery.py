@@ -17,12 +17,7 @@ from ingestion.pipeline import requeue_stale_runs
 from knowledge.models import Document, IndexedDocument, IndexedPage
 from tests.conftest import celery_worker, wait_for
 
-pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 
 
 def long_pdf(pages: int) -> bytes:

@@ -1,6 +1,6 @@
-"""Sidecar subtitles (issue 5, Video): `talk.srt` next to `talk.mp4` is the video's words, so a
-cited cue opens the video at its moment, not the subtitle file. Real files through the real
-pipeline, real PostgreSQL + pgvector and the local embedder."""
+"""Subtitles cited: `talk.srt` next to `talk.mp4` is the video's words, so a cited cue opens
+the video at its moment, not the subtitle file; a subtitle alone is cited with its cue's times.
+Real files through the real pipeline, real PostgreSQL + pgvector and the local embedder."""
 
 from __future__ import annotations
 
@@ -12,14 +12,11 @@ from assistant.answering.answer import attachments, citations
 from assistant.answering.types import Source
 from assistant.retrieval.search import search
 from tests.ingestion import media_files
-from tests.ingestion.test_pipeline import CountingEmbedder, add, run_it
+from tests.ingestion.runs import CountingEmbedder, add, run_it
 
 SAID = "Travel costs fell by ten percent"
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 @pytest.mark.django_db
@@ -77,3 +74,24 @@ def test_a_failed_video_beside_the_subtitles_is_not_opened(alice, private_collec
     cue = next(hit for hit in hits if SAID in hit.text)
     (attached,) = attachments([cue])
     assert attached["url"] == f"/api/documents/{subtitles.pk}/original/#t=62.5"
+
+
+@pytest.mark.django_db
+def test_a_subtitle_citation_carries_its_times_and_opens_the_moment(alice, private_collection, embedder, tmp_path):
+    from assistant.answering.answer import attachment, citation
+    from assistant.answering.types import Source
+
+    data = media_files.make_srt(tmp_path / "review.srt").read_bytes()
+    _document, run = add(private_collection, "review.srt", data)
+    run_it(run, embedder)
+    results = search(alice, "Travel costs fell by ten percent", collection_ids=[private_collection.pk], rerank=False)
+    hit = results.hits[0]
+    assert "Travel costs fell" in hit.text
+    assert (hit.kind, hit.page_kind) == ("transcript", "video_segment")
+    cited = citation(Source(1, hit), "en")
+    assert (cited["location"]["t_start"], cited["location"]["t_end"]) == (62.5, 65.0)
+    assert cited["place"] == "01:02"
+    attached = attachment(hit)
+    assert attached["kind"] == "video"
+    assert attached["t_start"] == 62.5
+    assert attached["url"].endswith("#t=62.5")

@@ -5,13 +5,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from knowledge.models import Chunk, Document, Role
+from knowledge.models import Chunk, Document, IndexedDocument, Role
 from tests.conftest import set_role
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def test_it_uploads_from_the_collection_page(client, alice, private_collection):
@@ -40,6 +37,21 @@ def test_it_keeps_viewers_and_strangers_out(client, bob, charlie, team, team_col
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["a.md"]
 
 
+@pytest.mark.django_db
+def test_the_upload_page_refuses_a_file_over_the_size_limit_and_takes_the_others(
+    client, alice, private_collection, settings
+):
+    settings.MAX_UPLOAD_MB = 1
+    client.force_login(alice)
+    files = [
+        SimpleUploadedFile("big.md", b"# Big\n\n" + b"x" * (1024 * 1024)),
+        SimpleUploadedFile("small.md", b"# Small\n\ntext"),
+    ]
+    page = client.post(reverse("collection-upload", args=[private_collection.pk]), {"files": files}, follow=True)
+    assert "“big.md” is larger than the 1 MB upload limit." in page.content.decode()
+    assert list(Document.objects.values_list("rel_path", flat=True)) == ["small.md"]
+
+
 def test_it_syncs_a_folder(db, private_collection, tmp_path, capsys):
     folder = tmp_path / "docs"
     (folder / "policies").mkdir(parents=True)
@@ -57,3 +69,33 @@ def test_it_syncs_a_folder(db, private_collection, tmp_path, capsys):
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
     assert "0 queued, 1 unchanged, 1 failed, 1 removed" in capsys.readouterr().out
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["policies/travel.md"]
+
+
+# Changed files are ingested; nothing stored is lost.
+
+
+@pytest.mark.django_db
+def test_a_folder_sync_ingests_a_changed_file_and_keeps_a_document_whose_new_file_is_refused(
+    private_collection, tmp_path, capsys, settings
+):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "travel.md").write_text("# 差旅\n\n住宿每晚 600 元。", encoding="utf-8")
+    (folder / "leave.md").write_text("# 年假\n\n每年五天。", encoding="utf-8")
+    call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
+    assert "2 queued, 0 unchanged, 0 failed, 0 removed" in capsys.readouterr().out
+
+    (folder / "travel.md").write_text("# 差旅\n\n住宿每晚 800 元。", encoding="utf-8")
+    (folder / "leave.md").write_bytes(bytes(range(256)) * 4)  # still there, but no longer readable
+    call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
+    assert "1 queued, 0 unchanged, 1 failed, 0 removed" in capsys.readouterr().out
+    assert "800" in Chunk.objects.get(document__rel_path="travel.md").text
+    leave = Document.objects.get(rel_path="leave.md")  # its stored content is kept
+    assert leave.status == Document.Status.READY
+    assert IndexedDocument.objects.filter(document=leave).exists()
+
+    settings.MAX_UPLOAD_MB = 1
+    (folder / "leave.md").write_bytes(b"# big\n\n" + b"x" * (2 * 1024 * 1024))  # over the size limit
+    call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
+    assert "0 queued, 1 unchanged, 1 failed, 0 removed" in capsys.readouterr().out
+    assert Document.objects.filter(rel_path="leave.md", status=Document.Status.READY).exists()

@@ -1,32 +1,35 @@
 """Versioned indexes: a reindex builds beside the active version, flips when complete, rolls
-back to the kept version, and retired versions beyond the limit go away with their index."""
+back to the kept version, and retired versions beyond the limit go away with their index.
+Searches while a new version flips in never see an empty or mixed version; a changed
+embedder builds a new version while the old one serves."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
+from assistant.retrieval import search as search_module
+from assistant.retrieval.search import search
 from ingestion import actions, versions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
 from knowledge.models import Chunk, Collection, IndexedDocument, IndexVersion
 from providers import registry
+from tests.ingestion.files import POLICY
+from tests.ingestion.runs import CountingEmbedder, drain
 
 SENTENCE = "公司的差旅报销政策规定，员工出差期间的交通、住宿和餐饮费用可以凭发票报销。"
 
+pytestmark = pytest.mark.usefixtures("media")
+
 
 @pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+def one_version_kept(settings):
     settings.KEEP_VERSIONS = 1
-
-
-def drain(collection: Collection) -> None:
-    """Run every queued run inline, as the workers would."""
-    for run in IngestionRun.objects.filter(collection=collection, status=IngestionRun.Status.QUEUED):
-        assert claim(run)
-        ingest_document(run, registry.text_embedder())
 
 
 def served(collection: Collection) -> list[tuple[str, int]]:
@@ -123,3 +126,99 @@ def test_changed_chunk_settings_build_a_new_version_and_flip_when_done(private_c
     drain(private_collection)
     assert served(private_collection) == [("a.md", building.number)]
     assert versions.reindex_outdated(registry.text_embedder()) == []
+
+
+def indexed_markdown(collection: Collection, count: int = 3) -> Collection:
+    for n in range(count):
+        actions.do_add_document(collection, f"policy{n}.md", f"# 政策 {n}\n\n{POLICY * 3}".encode(), enqueue=False)
+    drain(collection)
+    collection.refresh_from_db()
+    return collection
+
+
+def active_number(collection: Collection) -> int:
+    collection.refresh_from_db()
+    assert collection.active_version is not None
+    return collection.active_version.number
+
+
+def versions_of(chunk_ids: Sequence[int]) -> set[int]:
+    return set(Chunk.objects.filter(pk__in=chunk_ids).values_list("index_version__number", flat=True))
+
+
+# A reindex while queries run never shows an empty or mixed version.
+
+
+@pytest.mark.django_db
+def test_a_search_that_starts_before_a_flip_still_finds_one_whole_version(alice, private_collection, monkeypatch):
+    collection = indexed_markdown(private_collection)
+    versions.start_reindex(collection, registry.text_embedder(), enqueue=False)
+    real_scope_for = search_module.scope_for
+
+    def flip_after_scoping(user, collection_ids=None):  # the build completes mid-search
+        scope = real_scope_for(user, collection_ids)
+        drain(collection)
+        return scope
+
+    monkeypatch.setattr(search_module, "scope_for", flip_after_scoping)
+    results = search(alice, "北京 住宿标准", collection_ids=[collection.pk], rerank=False)
+    assert active_number(collection) == 2  # it did flip
+    assert results.hits, "a search during the flip found nothing"
+    assert len(versions_of([hit.chunk_id for hit in results.hits])) == 1
+
+
+@pytest.mark.stack
+@pytest.mark.django_db(transaction=True)
+def test_searches_running_through_a_reindex_never_see_an_empty_or_mixed_version(alice, private_collection, settings):
+    settings.KEEP_VERSIONS = 5  # every version's chunks stay, to tell afterwards which one each search read
+    collection = indexed_markdown(private_collection, count=4)
+    found: list[list[int]] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def query_until_done() -> None:
+        try:
+            while not done.is_set():
+                hits = search(alice, "北京 住宿标准", collection_ids=[collection.pk], rerank=False).hits
+                found.append([hit.chunk_id for hit in hits])
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    searcher = threading.Thread(target=query_until_done)
+    searcher.start()
+    try:
+        versions.start_reindex(collection, registry.text_embedder(), enqueue=False)
+        drain(collection)
+        versions.start_reindex(collection, registry.text_embedder(), enqueue=False)
+        drain(collection)
+    finally:
+        done.set()
+        searcher.join(60)
+    assert not errors, errors
+    assert len(found) >= 3
+    assert all(found), "a search during the reindex found nothing"
+    read = [versions_of(ids) for ids in found]
+    assert all(len(numbers) == 1 for numbers in read), read
+    assert active_number(collection) == 3
+
+
+# A changed embedder builds a new version.
+
+
+class RenamedEmbedder(CountingEmbedder):
+    """The same vectors under another model id: what changing PROVIDER_EMBEDDING looks like."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model_id = "local:another-embedder"
+
+
+@pytest.mark.django_db
+def test_a_changed_embedder_builds_a_new_version_while_the_old_one_serves(private_collection):
+    collection = indexed_markdown(private_collection, count=1)
+    assert versions.reindex_outdated(registry.text_embedder()) == []
+    (building,) = versions.reindex_outdated(RenamedEmbedder())
+    assert (building.status, building.embedder_id) == (IndexVersion.Status.BUILDING, "local:another-embedder")
+    assert active_number(collection) == 1

@@ -3,22 +3,11 @@ from __future__ import annotations
 import pytest
 
 from ingestion import actions
-from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
 from knowledge.models import Role
-from providers import registry
 from tests.conftest import set_role, token_for
+from tests.ingestion.runs import drain
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
-
-
-def drain() -> None:
-    for run in IngestionRun.objects.filter(status=IngestionRun.Status.QUEUED):
-        assert claim(run)
-        ingest_document(run, registry.text_embedder())
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def test_it_reindexes_and_rolls_back_through_the_api(api, alice, bob, team, team_collection):

@@ -1,4 +1,5 @@
-"""Adding links to videos kept elsewhere: POST /api/collections/<id>/links/ and the action."""
+"""Adding links to videos kept elsewhere: POST /api/collections/<id>/links/ and the action;
+a link is found by a search of its words."""
 
 from __future__ import annotations
 
@@ -8,18 +9,18 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
+from assistant.retrieval.search import search
 from ingestion import actions
 from ingestion.parsers.base import parser_for
 from ingestion.sniff import VIDEO_LINK
 from knowledge.models import Document, Role
 from tests.conftest import set_role, token_for
+from tests.ingestion.files import POLICY
+from tests.ingestion.runs import drain, run_it
 
 LINK = {"url": "https://videos.example.com/v/42", "title": "Quarterly review", "description": "Budget, travel."}
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def add_link(api, collection_id: int, **fields: str):
@@ -85,3 +86,17 @@ def test_it_stores_a_link_that_its_parser_reads(private_collection):
     (page,) = parser_for(document.mime).pages(Path(document.file.path))
     assert page.meta == {"url": "https://videos.example.com/v/7"}
     assert [block.text for block in page.blocks] == ["Q3 / Q4 回顾", "https://videos.example.com/v/7"]
+
+
+@pytest.mark.django_db
+def test_a_video_link_is_found_by_a_search_of_its_words(alice, private_collection, embedder):
+    document, run = actions.do_add_video_link(
+        private_collection, "https://videos.example.com/onboarding", "Onboarding 入职培训", "How to file expenses"
+    )
+    assert run is not None
+    run_it(run, embedder)
+    actions.do_add_document(private_collection, "notes.md", f"# Notes\n\n{POLICY}".encode(), enqueue=False)
+    drain(private_collection)
+    for query in ("入职培训", "how do I file my expenses"):
+        results = search(alice, query, collection_ids=[private_collection.pk], rerank=False)
+        assert results.hits[0].document_id == document.pk, query

@@ -20,15 +20,13 @@ from providers.config import RoleConfig
 from tests.assistant.wire import Reply, Wire, completion, serve
 from tests.ingestion.files import png
 from tests.ingestion.image_files import text_image
-from tests.ingestion.test_pipeline import CountingEmbedder, add, run_it
+from tests.ingestion.runs import CountingEmbedder, add, run_it
 
 CAPTION = "A bar chart of quarterly travel spending beside a red company logo."
 PATH = "/v1/chat/completions"
 
 
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 @pytest.fixture

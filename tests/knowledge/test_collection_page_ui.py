@@ -11,10 +11,7 @@ from ingestion.models import IngestionRun
 from knowledge.models import Collection, Document, IndexVersion, Role
 from tests.conftest import set_role
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def add(collection: Collection, name: str = "guide.md") -> Document:

@@ -11,10 +11,7 @@ from django.urls import reverse
 from ingestion import actions
 from knowledge.models import Chunk, Collection, Document, IndexVersion, Page, PageImage
 
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = pytest.mark.usefixtures("media")
 
 
 def make_version(collection: Collection, number: int = 1, *, active: bool = True) -> IndexVersion:
