@@ -342,7 +342,9 @@ def _socket_outcome(url: str, headers: dict[str, str], ask_about: int | None = N
 
 @pytest.mark.stack
 @pytest.mark.django_db(transaction=True)
-def test_websockets_by_caller(live_web, alice, bob, charlie, team, private_collection, team_collection):
+def test_a_websocket_lets_in_only_callers_who_may_see_the_collection(
+    live_web, alice, bob, charlie, team, private_collection, team_collection
+):
     keys = {
         user.username: {"Authorization": f"Token {actions.do_create_token(user, 'tests')[1]}"}
         for user in (alice, bob, charlie)

@@ -105,7 +105,7 @@ def test_imagenet_english_names_are_the_first_synonyms_of_the_package_file():
         assert row["en"] == line.split(", ")[0], (row, line)
 
 
-def test_imagenet_names_and_families():
+def test_imagenet_classes_have_distinct_chinese_names_and_a_known_family():
     rows = imagenet()
     check_names(rows)
     for row in rows:
@@ -116,7 +116,7 @@ def test_imagenet_names_and_families():
     assert cats == ["tabby", "tiger cat", "Persian cat", "Siamese cat", "Egyptian cat"]
 
 
-def test_coco_ids_names_and_families():
+def test_coco_classes_are_the_80_used_ids_with_distinct_names_and_a_known_family():
     rows = coco()
     assert len(rows) == 80
     ids = [int(row["id"]) for row in rows]
@@ -145,7 +145,7 @@ def test_coco_ids_names_and_families():
         (978, "seashore", "海滩", "landscape", "风景"),
     ],
 )
-def test_imagenet_spot_checks(index, en, zh, family_en, family_zh):
+def test_sampled_imagenet_classes_have_their_expected_names_and_families(index, en, zh, family_en, family_zh):
     row = imagenet()[index]
     assert (row["index"], row["en"], row["zh"], row["family_en"], row["family_zh"]) == (
         str(index),
@@ -167,7 +167,7 @@ def test_imagenet_spot_checks(index, en, zh, family_en, family_zh):
         (90, "toothbrush", "牙刷", "other", "其他"),
     ],
 )
-def test_coco_spot_checks(coco_id, en, zh, family_en, family_zh):
+def test_sampled_coco_classes_have_their_expected_names_and_families(coco_id, en, zh, family_en, family_zh):
     by_id = {int(row["id"]): row for row in coco()}
     row = by_id[coco_id]
     assert (row["en"], row["zh"], row["family_en"], row["family_zh"]) == (en, zh, family_en, family_zh)

@@ -253,7 +253,7 @@ def test_office_files_with_damaged_parts_parse_or_say_why_not(data, name):
     parse(data.draw(mutated_member(seeds()[name])), name)
 
 
-def test_the_seeds_parse():
+def test_every_file_the_mutations_start_from_parses():
     """The mutations start from files that do parse: a fuzz run that only ever saw refusals
     would prove little."""
     for name, data in seeds().items():
