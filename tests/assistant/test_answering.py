@@ -23,6 +23,8 @@ from providers.base import ChatMessage, ChatResult
 from tests.conftest import make_collection
 from tests.ingestion.files import ingest
 
+pytestmark = pytest.mark.usefixtures("media")
+
 LEAVE = (Turn("年假有几天？", "入职满一年的员工每年享有十天带薪年假 [1]。"),)
 LEAVE_EN = (Turn("How many days of annual leave do we get?", "Ten days of paid annual leave per year [1]."),)
 
@@ -82,11 +84,6 @@ class JudgedChat(ScriptedChat):
     def yes_minus_no(self, messages: Sequence[ChatMessage]) -> float:
         self.asked.append(("judge", messages[-1].content))
         return self.judge
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 # -- router ---------------------------------------------------------------------------------

@@ -15,12 +15,7 @@ from assistant.answering.pipeline import answer_events, collect, start
 from providers import registry
 from tests.assistant.test_answering import LEAVE, LEAVE_EN, ROUTE_CASES
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 
 def test_the_local_model_routes_labelled_questions():

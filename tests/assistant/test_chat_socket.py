@@ -23,7 +23,7 @@ from tests.conftest import token_for
 from tests.portal.test_stack import _session_cookie
 from tests.stack import free_port, http_ok, process, wait_for
 
-pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 RATE = 6
 
 
@@ -66,11 +66,6 @@ def web(django_db_setup, wire, tmp_path_factory):
         wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/healthz") or proc.poll() is not None, 60, "daphne", log)
         assert proc.poll() is None, log.read_text()
         yield port
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def headers(web: int, user) -> dict[str, str]:

@@ -34,14 +34,9 @@ from providers.base import ChatResult, ProviderError
 from tests.assistant.test_answering import ScriptedChat
 from tests.conftest import make_user, token_for
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 PREFERENCE = "用户喜欢用表格形式的回答"
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def add(user, text: str) -> str:

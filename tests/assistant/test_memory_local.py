@@ -12,12 +12,7 @@ from assistant.answering.pipeline import answer_events, start
 from assistant.memory.service import memories
 from tests.conftest import make_user
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 
 def test_a_chinese_preference_is_extracted_and_recalled_in_a_later_conversation(policies, alice):

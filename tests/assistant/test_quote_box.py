@@ -23,7 +23,7 @@ from knowledge.models import Chunk, Document, Page
 from tests.assistant.chat_files import ingest_files
 from tests.ingestion.files import cjk_font
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 WIDTH, HEIGHT = 595, 842
 TITLE = "Leave policy 假期政策"
@@ -35,11 +35,6 @@ LINES = [
     "未休完的年假可以累积到下一年，",  # one Chinese sentence across a line break
     "最多累积五天，须经主管批准。",
 ]
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def leave_pdf() -> bytes:

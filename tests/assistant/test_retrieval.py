@@ -22,6 +22,8 @@ from knowledge.models import Chunk, Collection, IndexVersion, TermStat
 from providers import registry
 from tests.conftest import token_for
 
+pytestmark = pytest.mark.usefixtures("media")
+
 DOCS = {
     "travel.md": "# 差旅政策\n\n员工出差的住宿标准按城市等级执行，北京每晚不超过600元。\n\n"
     "# Taxis\n\nTaxi receipts are reimbursed within 30 days of the trip.",
@@ -30,11 +32,6 @@ DOCS = {
     "leave.md": "# 年假\n\n入职满一年的员工享有五天带薪年假，年假需提前一周申请。\n\n"
     "# Sick leave\n\nSick leave needs a doctor's note after two days.",
 }
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def ingest(collection: Collection, docs: dict[str, str]) -> None:

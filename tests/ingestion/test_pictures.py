@@ -22,12 +22,9 @@ from providers import registry
 from providers.base import Tag, Tags
 from tests.ingestion.files import ingest
 
+pytestmark = pytest.mark.usefixtures("media")
+
 EVAL = Path(__file__).resolve().parents[2] / "eval" / "files"
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = tmp_path / "media"
 
 
 def rgb(path: Path) -> np.ndarray:
