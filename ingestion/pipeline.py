@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from common.cancelled import Cancelled
 from ingestion.index import ensure_active_version, index_page, page_valid, target_versions, version_chunk_settings
 from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
@@ -36,10 +37,6 @@ from providers.base import ProviderError, TextEmbedder, check_dims
 
 log = logging.getLogger(__name__)
 EVENT_INTERVAL = 0.3  # seconds between progress events for one run
-
-
-class CancelledError(Exception):
-    """The run's cancel_requested was set; stop between pages."""
 
 
 @dataclass(frozen=True)
@@ -75,7 +72,7 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
     assert document is not None
     try:
         result = _ingest(run, document, embedder)
-    except CancelledError:
+    except Cancelled:  # the run's cancel_requested was set: it stopped between pages
         _finish(run, IngestionRun.Status.CANCELLED, error=_("Cancelled before the end; run it again to finish."))
         return None
     except (ParseError, ProviderError) as exc:
@@ -187,7 +184,7 @@ def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
         )
         row = cursor.fetchone()
     if row and row[0]:
-        raise CancelledError
+        raise Cancelled
     if run.document_id is None or time.monotonic() - last_event < EVENT_INTERVAL:
         return False
     event = {

@@ -29,12 +29,13 @@ from assistant.answering import router, strategies
 from assistant.answering.events import Attachments, Citations, Done, Event, Failed, MemoryUsed, Queued, StrategyChosen
 from assistant.answering.events import collect as collect
 from assistant.answering.session import AskError as AskError
-from assistant.answering.session import Cancelled, Draft, Session, started
+from assistant.answering.session import Draft, Session, started
 from assistant.answering.session import start as start
 from assistant.busy import Answering
 from assistant.memory.gate import gate
 from assistant.memory.service import MemoryItem, MemoryUnavailable, memories
 from assistant.models import Message
+from common.cancelled import Cancelled
 from common.language import language_of
 from providers import registry
 from providers.base import ChatModel, ProviderError

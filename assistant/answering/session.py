@@ -18,6 +18,7 @@ from assistant.memory.service import MemoryItem
 from assistant.models import Conversation, Message
 from assistant.retrieval.scope import Scope, scope_for
 from assistant.retrieval.types import Hit, SearchResults
+from common.cancelled import Cancelled
 from common.language import Language
 from knowledge.models import Collection
 from portal.typing import AnyUser
@@ -32,10 +33,6 @@ class AskError(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code, self.message = code, message
-
-
-class Cancelled(Exception):  # noqa: N818 (a state, not a fault)
-    pass
 
 
 @dataclass
