@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.http import Http404
 from django.utils.translation import gettext as _
 
+from assistant.access import access_conversation
 from assistant.answering.events import Started
 from assistant.answering.types import Route, Source, StepEvidence, Turn
 from assistant.memory.service import MemoryItem
@@ -111,9 +113,10 @@ def start(
     collection_ids = list(collection_ids) if collection_ids else None  # none named: all the user may see
     conversation = None
     if conversation_id is not None:
-        conversation = Conversation.objects.visible_to(user).filter(pk=conversation_id).first()
-        if conversation is None:
-            raise AskError("not_found", _("That conversation does not exist."))
+        try:
+            conversation = access_conversation(user, conversation_id)
+        except Http404:
+            raise AskError("not_found", _("That conversation does not exist.")) from None
         if collection_ids is None:
             collection_ids = list(conversation.collections.values_list("pk", flat=True)) or None
     if collection_ids:  # one query for all of them: what the user cannot see does not exist
