@@ -45,10 +45,12 @@ log = logging.getLogger(__name__)
 MAX_ATTACHMENTS = 4
 
 
-def answer_events(session: Session, **options: object) -> Generator[Event, None, None]:
+def answer_events(
+    session: Session, *, cancelled: Callable[[], bool] = lambda: False, model: ChatModel | None = None
+) -> Generator[Event, None, None]:
     """`started`, then the answer's events: for callers that read it all in one thread."""
     yield started(session)
-    yield from run(session, **options)  # type: ignore[arg-type]
+    yield from run(session, cancelled=cancelled, model=model)
 
 
 # The local model answers one question at a time (one llama.cpp context per process): an

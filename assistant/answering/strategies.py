@@ -55,16 +55,16 @@ class AnswerStrategy:
         return evidence.unsupported(draft.session.question, draft.sources, draft.remembered)
 
 
-STRATEGIES: dict[str, AnswerStrategy] = {}
+REGISTERED: dict[str, AnswerStrategy] = {}  # by the router's names (types.STRATEGIES)
 
 
 def register(cls: type[AnswerStrategy]) -> type[AnswerStrategy]:
-    STRATEGIES[cls.name] = cls()
+    REGISTERED[cls.name] = cls()
     return cls
 
 
 def for_route(strategy: str) -> AnswerStrategy:
-    return STRATEGIES[strategy]
+    return REGISTERED[strategy]
 
 
 @register
@@ -92,8 +92,7 @@ class Direct(AnswerStrategy):
                 lacking = self.lacking(draft)
         if not lacking and draft.sources and draft.cell is None:
             draft.judge = writing.judge(draft, model)
-        if lacking:  # a near miss: the passages are about something else; no model guesses from them
-            log.info("Not in the documents: %s (question %r)", ", ".join(lacking), session.question[:100])
+        if lacking:
             yield from writing.decline(draft, lacking)
         elif draft.cell is not None:
             yield from self._cell(draft, draft.cell)
@@ -153,7 +152,6 @@ class MultiStep(AnswerStrategy):
     def write(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
         lacking = self.lacking(draft)
         if lacking:
-            log.info("Not in the documents: %s (question %r)", ", ".join(lacking), draft.session.question[:100])
             yield from writing.decline(draft, lacking)
             return
         yield from writing.written(draft, model)

@@ -19,7 +19,6 @@ from assistant.answering import evidence, passages, prompts, verify
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.session import Draft
-from assistant.answering.types import Source
 from common.language import language_of
 from providers.base import ChatModel
 
@@ -33,10 +32,9 @@ MAX_PICTURE_WORDS = 300  # characters of a picture's description an answer shows
 QUOTE_AFTER_REFUSAL = 0.0
 
 
-def refused(draft: Draft, sources: Sequence[Source] | None = None) -> bool:
+def refused(draft: Draft) -> bool:
     """Whether the answer so far cites nothing and says the documents do not hold it."""
-    given = draft.sources if sources is None else sources
-    return answers.abstains(draft.text, answers.cited(draft.text, len(given)))
+    return answers.abstains(draft.text, answers.cited(draft.text, len(draft.sources)))
 
 
 def generate(draft: Draft, model: ChatModel) -> Iterator[Event]:
@@ -203,6 +201,8 @@ def every_step_heard(draft: Draft) -> Generator[Event, None, dict[int, str]]:
 def decline(draft: Draft, lacking: Sequence[str]) -> Iterator[Event]:
     """The portal's own answer when the passages lack what the question names: no answer,
     what was not found, and the closest passages (not citations: they do not answer)."""
+    if lacking:  # a near miss: the passages are about something else; no model guesses from them
+        log.info("Not in the documents: %s (question %r)", ", ".join(lacking), draft.session.question[:100])
     language = draft.language
     pages = list(
         dict.fromkeys((source.hit.document_name, answers.place(source.hit, language)) for source in draft.sources)
