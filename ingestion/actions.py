@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -85,6 +85,31 @@ def do_add_document(
         if enqueue:
             enqueue_run(run)
     return document, run
+
+
+@dataclass(frozen=True)
+class Added:
+    """One uploaded file: its document and run, or why it was refused."""
+
+    name: str
+    document: Document | None = None
+    run: IngestionRun | None = None  # None for a refused file, or an identical one (unchanged)
+    error: str = ""
+
+
+def do_add_documents(collection: Collection, uploads: Sequence[File]) -> list[Added]:
+    """Each uploaded file added as do_add_document does it, in order; a file that cannot be
+    stored is refused alone, with its reason, and the others are still added."""
+    added = []
+    for upload in uploads:
+        name = upload.name or "upload"
+        try:
+            document, run = do_add_document(collection, name, upload)
+        except ValidationError as exc:
+            added.append(Added(name, error=" ".join(exc.messages)))
+            continue
+        added.append(Added(name, document, run))
+    return added
 
 
 def check_replacement(rel_path: str, content: File, mime: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.utils.translation import gettext as _
@@ -27,17 +26,13 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
     elif refused := upload_refused(request.user.pk, len(files)):
         messages.error(request, refused)
         files = []
-    for upload in files:
-        name = upload.name or "upload"
-        try:
-            _document, run = actions.do_add_document(collection, name, upload)
-        except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
-            continue
-        if run is None:
-            messages.info(request, _("“%(name)s” is unchanged.") % {"name": name})
+    for added in actions.do_add_documents(collection, files):
+        if added.error:
+            messages.error(request, added.error)
+        elif added.run is None:
+            messages.info(request, _("“%(name)s” is unchanged.") % {"name": added.name})
         else:
-            messages.success(request, _("“%(name)s” uploaded; indexing has started.") % {"name": name})
+            messages.success(request, _("“%(name)s” uploaded; indexing has started.") % {"name": added.name})
     return redirect("collection", collection.pk)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.core.exceptions import ValidationError
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -66,25 +65,16 @@ class DocumentUploadView(CollectionDocumentsView):
         refused = upload_refused(request_user(request).pk, len(files))
         if refused:
             raise Throttled(detail=refused)
-        results = []
-        for upload in files:
-            name = upload.name or "upload"
-            try:
-                document, run = actions.do_add_document(collection, name, upload)
-            except ValidationError as exc:
-                results.append(
-                    {"name": name, "document": None, "run": None, "unchanged": False, "error": " ".join(exc.messages)}
-                )
-                continue
-            results.append(
-                {
-                    "name": name,
-                    "document": document.pk,
-                    "run": run.pk if run else None,
-                    "unchanged": run is None,
-                    "error": "",
-                }
-            )
+        results = [
+            {
+                "name": added.name,
+                "document": added.document.pk if added.document else None,
+                "run": added.run.pk if added.run else None,
+                "unchanged": added.document is not None and added.run is None,
+                "error": added.error,
+            }
+            for added in actions.do_add_documents(collection, files)
+        ]
         ok = any(not result["error"] for result in results)
         return Response(results, status=status.HTTP_201_CREATED if ok else status.HTTP_400_BAD_REQUEST)
 
