@@ -23,6 +23,8 @@ from django.core.validators import URLValidator
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from audit.log import record
+from audit.models import Action
 from ingestion import pipeline, versions
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError, parser_for
@@ -81,6 +83,9 @@ def do_add_document(
                 % {"name": rel_path}
             ) from None
         document.save()
+        action = Action.DOCUMENT_REPLACE if existing is not None else Action.DOCUMENT_UPLOAD
+        changes = {"sha256": (existing.sha256 if existing else None, sha256)}
+        record(action, document, label=rel_path, changes=changes, **collection.audit_scope())
         run = IngestionRun.objects.create(collection=collection, document=document, kind=IngestionRun.Kind.INGEST)
         if enqueue:
             enqueue_run(run)
@@ -267,6 +272,6 @@ def do_activate_version(version: IndexVersion) -> IndexVersion:
     """Make a kept version the active one; one still being built becomes active by itself."""
     if version.status == IndexVersion.Status.BUILDING:
         raise ValidationError(_("That version is still being built; it becomes active by itself when done."))
-    versions.flip(version.collection, version)
+    versions.flip(version.collection, version, action=Action.INDEX_ACTIVATE)
     version.refresh_from_db()
     return version

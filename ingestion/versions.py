@@ -13,6 +13,8 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from audit.log import record
+from audit.models import Action
 from ingestion.index import create_version, image_embedder, version_config
 from ingestion.models import IngestionRun
 from ingestion.runs import enqueue_run
@@ -28,6 +30,7 @@ def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bo
         if IndexVersion.objects.filter(collection=locked, status=IndexVersion.Status.BUILDING).exists():
             raise ValidationError(_("A new index version is already being built for this collection."))
         version = create_version(locked, embedder, status=IndexVersion.Status.BUILDING)
+        record(Action.INDEX_REINDEX, version, label=_version_label(version), **locked.audit_scope())
         for document in Document.objects.filter(collection=locked).exclude(status=Document.Status.FAILED):
             run = IngestionRun.objects.create(
                 collection=locked, document=document, index_version=version, kind=IngestionRun.Kind.REINDEX
@@ -84,8 +87,9 @@ def complete_build_if_done(version: IndexVersion) -> bool:
     return True
 
 
-def flip(collection: Collection, version: IndexVersion) -> None:
-    """Make `version` the one that answers queries, in one transaction."""
+def flip(collection: Collection, version: IndexVersion, *, action: Action = Action.INDEX_FLIP) -> None:
+    """Make `version` the one that answers queries, in one transaction (recorded as `action`:
+    a finished build's flip, a person's activation or a rollback)."""
     if version.collection_id != collection.pk:
         raise ValidationError(_("That index version belongs to another collection."))
     with transaction.atomic():
@@ -97,8 +101,12 @@ def flip(collection: Collection, version: IndexVersion) -> None:
         IndexVersion.objects.filter(pk=version.pk).update(
             status=IndexVersion.Status.ACTIVE, activated_at=timezone.now()
         )
+        before = None
         if previous is not None:
             IndexVersion.objects.filter(pk=previous).update(status=IndexVersion.Status.RETIRED)
+            before = IndexVersion.objects.filter(pk=previous).values_list("number", flat=True).first()
+        changes = {"active_version": (before, version.number)}
+        record(action, version, label=_version_label(version), changes=changes, **locked.audit_scope())
         send_collection_event_on_commit(collection.pk, {"type": "index.flipped", "version": version.number})
     collection.active_version_id = version.pk
     prune(collection)
@@ -113,8 +121,12 @@ def rollback(collection: Collection) -> IndexVersion:
     )
     if previous is None:
         raise ValidationError(_("There is no earlier index version to go back to."))
-    flip(collection, previous)
+    flip(collection, previous, action=Action.INDEX_ROLLBACK)
     return previous
+
+
+def _version_label(version: IndexVersion) -> str:
+    return f"{version.collection} v{version.number}"
 
 
 def prune(collection: Collection, keep: int | None = None) -> list[int]:

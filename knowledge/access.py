@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.utils.translation import gettext as _
 
-from knowledge.models import ApiToken, Collection, Document, Membership, Page, Role, Team
+from knowledge.models import ApiToken, Collection, Document, Invitation, Membership, Page, Role, Team
 
 if TYPE_CHECKING:
     from portal.typing import AnyUser
@@ -63,6 +63,20 @@ def access_membership(user: AnyUser, team_id: int | str, membership_id: int | st
     memberships = Membership.objects.filter(team=team, team__in=visible).select_related("user", "team")
     membership: Membership = get_or_404(memberships, membership_id)
     return membership
+
+
+def access_team_invitation(user: AnyUser, team_id: int | str, invitation_id: int | str) -> Invitation:
+    """An invitation of a team that `user` administers, to send again or revoke."""
+    team = access_team(user, team_id, manage=True)
+    invitation: Invitation = get_or_404(Invitation.objects.filter(team=team).select_related("team"), invitation_id)
+    return invitation
+
+
+def access_my_invitation(user: AnyUser, invitation_id: int | str) -> Invitation:
+    """An invitation addressed to `user`'s email address, to accept or decline; anyone
+    else's does not exist."""
+    invitation: Invitation = get_or_404(Invitation.objects.for_user(user).select_related("team"), invitation_id)
+    return invitation
 
 
 def access_token(user: AnyUser, token_id: int | str) -> ApiToken:

@@ -9,20 +9,31 @@ the layer below ingestion and does not import it.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+import logging
+from datetime import datetime, timedelta
+from smtplib import SMTPException
+from typing import TYPE_CHECKING, Any
 
-from django.contrib.auth import get_user_model
+from django.conf import settings as conf
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import File
+from django.core.mail import send_mail
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from knowledge.models import ApiToken, Collection, Document, Membership, PageImage, Role, Team
+from audit.log import record
+from audit.models import Action
+from knowledge.models import ApiToken, Collection, Document, Invitation, Membership, PageImage, Role, Team
 from knowledge.models.tokens import hash_key, new_key
+from knowledge.revocation import access_changed
 
 if TYPE_CHECKING:
     from portal.models import User
+
+log = logging.getLogger(__name__)
 
 
 # Teams and members
@@ -36,20 +47,18 @@ def do_create_team(user: User, name: str, description: str = "") -> Team:
     with transaction.atomic():
         team = Team.objects.create(name=name, description=description)
         Membership.objects.create(team=team, user=user, role=Role.ADMIN)
+        record(Action.TEAM_CREATE, team, team_id=team.pk, actor=user)
     return team
 
 
-def check_member_email(email: str) -> User:
-    user = get_user_model().objects.filter(email__iexact=email.strip(), is_active=True).first()
-    if user is None:
-        raise ValidationError(_("No active user has the email address “%(email)s”.") % {"email": email})
-    return user
-
-
 def do_add_member(team: Team, user: User, role: Role) -> Membership:
-    membership, created = Membership.objects.get_or_create(team=team, user=user, defaults={"role": role})
-    if not created:
-        raise ValidationError(_("%(user)s is already a member of this team.") % {"user": user})
+    """Make `user` a member at once: for operators (the Django admin, commands). People are
+    added by invitation (do_invite), which they accept."""
+    with transaction.atomic():
+        membership, created = Membership.objects.get_or_create(team=team, user=user, defaults={"role": role})
+        if not created:
+            raise ValidationError(_("%(user)s is already a member of this team.") % {"user": user})
+        record(Action.MEMBER_ADD, membership, team_id=team.pk, changes={"role": (None, role.value)})
     return membership
 
 
@@ -58,8 +67,11 @@ def do_change_role(membership: Membership, role: Role) -> Membership:
         _lock_team(membership.team_id)
         if membership.role == Role.ADMIN and role != Role.ADMIN:
             _check_not_last_admin(membership)
+        before = membership.role
         membership.role = role
         membership.save(update_fields=["role"])
+        record(Action.MEMBER_ROLE, membership, team_id=membership.team_id, changes={"role": (before, role.value)})
+        access_changed([membership.user_id])
     return membership
 
 
@@ -68,7 +80,9 @@ def do_remove_member(membership: Membership) -> None:
         _lock_team(membership.team_id)
         if membership.role == Role.ADMIN:
             _check_not_last_admin(membership)
+        record(Action.MEMBER_REMOVE, membership, team_id=membership.team_id, changes={"role": (membership.role, None)})
         membership.delete()
+        access_changed([membership.user_id])
 
 
 def _lock_team(team_id: int) -> None:
@@ -82,6 +96,121 @@ def _check_not_last_admin(membership: Membership) -> None:
         raise ValidationError(_("A team needs at least one admin: make someone else admin first."))
 
 
+# Invitations: the only way a person joins a team. The answer to an invitation does not
+# depend on whether the address has an account, so nobody learns which addresses do.
+
+
+def do_invite(team: Team, email: str, role: Role, inviter: User) -> Invitation:
+    """Invite `email` to the team with `role`: mailed (Django's email backend), and waiting
+    on the invitee's invitations page once they log in or sign up with that address."""
+    email = check_invitation_email(email)
+    if Membership.objects.filter(team=team, user__email__iexact=email).exists():
+        raise ValidationError(_("%(email)s is already a member of this team.") % {"email": email})
+    with transaction.atomic():
+        _lock_team(team.pk)
+        # An expired invitation makes way for the new one.
+        Invitation.objects.filter(team=team, email=email, status=Invitation.Status.PENDING).exclude(
+            pk__in=Invitation.objects.pending().values("pk")
+        ).update(status=Invitation.Status.REVOKED)
+        if Invitation.objects.pending().filter(team=team, email=email).exists():
+            raise ValidationError(
+                _("%(email)s already has an invitation to this team; send it again from the list.") % {"email": email}
+            )
+        invitation = Invitation.objects.create(
+            team=team, email=email, role=role, invited_by=inviter, expires_at=_invitation_expiry()
+        )
+        changes = {"role": (None, role.value)}
+        record(Action.INVITATION_CREATE, invitation, team_id=team.pk, changes=changes, actor=inviter)
+        transaction.on_commit(lambda: _mail_invitation(invitation))
+    return invitation
+
+
+def check_invitation_email(email: str) -> str:
+    email = (email or "").strip().lower()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ValidationError(_("“%(email)s” is not an email address.") % {"email": email}) from None
+    return email
+
+
+def do_resend_invitation(invitation: Invitation) -> Invitation:
+    """Mail a pending (or expired) invitation again, with a new expiry date."""
+    if invitation.status != Invitation.Status.PENDING:
+        raise ValidationError(_("Only a pending invitation can be sent again."))
+    with transaction.atomic():
+        invitation.sent_at, invitation.expires_at = timezone.now(), _invitation_expiry()
+        invitation.save(update_fields=["sent_at", "expires_at"])
+        record(Action.INVITATION_RESEND, invitation, team_id=invitation.team_id)
+        transaction.on_commit(lambda: _mail_invitation(invitation))
+    return invitation
+
+
+def do_revoke_invitation(invitation: Invitation) -> Invitation:
+    return _answer(invitation, Invitation.Status.REVOKED, Action.INVITATION_REVOKE)
+
+
+def do_decline_invitation(invitation: Invitation) -> Invitation:
+    return _answer(invitation, Invitation.Status.DECLINED, Action.INVITATION_DECLINE)
+
+
+def do_accept_invitation(invitation: Invitation, user: User) -> Membership:
+    """The invitee joins the team with the invited role (a member already keeps the higher of
+    the two roles)."""
+    with transaction.atomic():
+        _answer(invitation, Invitation.Status.ACCEPTED, Action.INVITATION_ACCEPT, user=user)
+        role = Role(invitation.role)
+        membership, created = Membership.objects.get_or_create(team=invitation.team, user=user, defaults={"role": role})
+        if not created and role.rank > membership.role_enum.rank:
+            membership.role = role
+            membership.save(update_fields=["role"])
+    return membership
+
+
+def _answer(invitation: Invitation, status: str, action: Action, user: User | None = None) -> Invitation:
+    with transaction.atomic():
+        locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
+        if locked.status != Invitation.Status.PENDING:
+            raise ValidationError(_("This invitation was already answered or revoked."))
+        if locked.expired and status == Invitation.Status.ACCEPTED:
+            raise ValidationError(_("This invitation has expired; ask a team admin to send it again."))
+        locked.status, locked.answered_at = status, timezone.now()
+        locked.save(update_fields=["status", "answered_at"])
+        record(action, locked, team_id=locked.team_id, actor=user, changes={"status": ("pending", status)})
+    invitation.status, invitation.answered_at = locked.status, locked.answered_at
+    return invitation
+
+
+def _invitation_expiry() -> datetime:
+    return timezone.now() + timedelta(days=conf.INVITATION_DAYS)
+
+
+def _mail_invitation(invitation: Invitation) -> None:
+    """The same mail whether or not the address has an account: it says how to do both."""
+    inviter = invitation.invited_by.email if invitation.invited_by else conf.DEFAULT_FROM_EMAIL
+    context = {
+        "team": invitation.team.name,
+        "inviter": inviter,
+        "role": Role(invitation.role).label,
+        "url": conf.PORTAL_URL.rstrip("/") + reverse("invitations"),
+        "expires": invitation.expires_at.date().isoformat(),
+    }
+    subject = _("Invitation to the team %(team)s") % context
+    body = (
+        _(
+            "%(inviter)s invites you to the team “%(team)s” as %(role)s.\n\n"
+            "Log in, or sign up with this email address, and accept or decline the invitation at\n"
+            "%(url)s\n\nThe invitation expires on %(expires)s."
+        )
+        % context
+    )
+    try:
+        send_mail(subject, body, None, [invitation.email])
+    except (OSError, SMTPException):
+        # The invitation stands: it waits on the invitee's page, and an admin can send it again.
+        log.warning("Invitation %s: the mail to its address was not sent", invitation.pk, exc_info=True)
+
+
 # Collections
 
 
@@ -92,31 +221,54 @@ def do_create_collection(user: User, name: str, *, team: Team | None = None, des
     owner_user = user if team is None else None
     try:
         with transaction.atomic():
-            return Collection.objects.create(
+            collection = Collection.objects.create(
                 name=name, description=description, created_by=user, owner_user=owner_user, owner_team=team
             )
+            record(Action.COLLECTION_CREATE, collection, actor=user, **collection.audit_scope())
     except IntegrityError:
         raise ValidationError(_("A collection named “%(name)s” already exists here.") % {"name": name}) from None
+    return collection
 
 
 def do_rename_collection(collection: Collection, name: str, description: str | None = None) -> Collection:
+    before = {"name": collection.name, "description": collection.description}
     collection.name = _clean_name(name)
     fields = ["name", "updated_at"]
     if description is not None:
         collection.description = description
         fields.append("description")
+    changes = {
+        key: (value, getattr(collection, key)) for key, value in before.items() if value != getattr(collection, key)
+    }
     try:
         with transaction.atomic():
             collection.save(update_fields=fields)
+            record(Action.COLLECTION_RENAME, collection, changes=changes, **collection.audit_scope())
     except IntegrityError:
-        raise ValidationError(
-            _("A collection named “%(name)s” already exists here.") % {"name": collection.name}
-        ) from None
+        collection.name = before["name"]
+        raise ValidationError(_("A collection named “%(name)s” already exists here.") % {"name": name}) from None
+    return collection
+
+
+def do_change_collection_settings(collection: Collection, settings: dict[str, Any]) -> Collection:
+    """New settings (chunking, summaries, source weights); changed chunking makes beat build
+    a new index version (ingestion.versions.reindex_outdated)."""
+    before = collection.settings or {}
+    changes = {key: (before.get(key), settings.get(key)) for key in before.keys() | settings.keys()}
+    with transaction.atomic():
+        collection.settings = settings
+        collection.save(update_fields=["settings", "updated_at"])
+        changed = {key: pair for key, pair in changes.items() if pair[0] != pair[1]}
+        record(Action.COLLECTION_SETTINGS, collection, changes=changed, **collection.audit_scope())
     return collection
 
 
 def do_delete_collection(collection: Collection) -> None:
-    collection.delete()
+    with transaction.atomic():
+        viewers = collection.viewer_ids()
+        record(Action.COLLECTION_DELETE, collection, **collection.audit_scope())
+        collection.delete()
+        access_changed(viewers)
 
 
 # API tokens
@@ -125,14 +277,20 @@ def do_delete_collection(collection: Collection) -> None:
 def do_create_token(user: User, name: str) -> tuple[ApiToken, str]:
     """The new token and its key, which is shown once and never stored."""
     key = new_key()
-    token = ApiToken.objects.create(user=user, name=_clean_name(name), prefix=key[:10], key_hash=hash_key(key))
+    with transaction.atomic():
+        token = ApiToken.objects.create(user=user, name=_clean_name(name), prefix=key[:10], key_hash=hash_key(key))
+        record(Action.TOKEN_CREATE, token, owner_id=user.pk, actor=user)
     return token, key
 
 
 def do_revoke_token(token: ApiToken) -> None:
-    if token.revoked_at is None:
+    if token.revoked_at is not None:
+        return
+    with transaction.atomic():
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        record(Action.TOKEN_REVOKE, token, owner_id=token.user_id)
+        access_changed([token.user_id], token_ids=[token.pk])
 
 
 def _clean_name(name: str) -> str:
@@ -170,12 +328,9 @@ def _shorten(part: str, limit: int) -> str:
 
 def check_upload_size(name: str, size: int) -> None:
     """Refuse a file over PORTAL_MAX_UPLOAD_MB before reading it."""
-    from django.conf import settings
-
-    if size > settings.MAX_UPLOAD_MB * 1024 * 1024:
+    if size > conf.MAX_UPLOAD_MB * 1024 * 1024:
         raise ValidationError(
-            _("“%(name)s” is larger than the %(limit)s MB upload limit.")
-            % {"name": name, "limit": settings.MAX_UPLOAD_MB}
+            _("“%(name)s” is larger than the %(limit)s MB upload limit.") % {"name": name, "limit": conf.MAX_UPLOAD_MB}
         )
 
 
@@ -197,6 +352,7 @@ def do_delete_document(document: Document) -> None:
     storage = document.file.storage
     collection_id, pk = document.collection_id, document.pk
     with transaction.atomic():
+        record(Action.DOCUMENT_DELETE, document, **document.collection.audit_scope())
         document.delete()
         transaction.on_commit(lambda: [storage.delete(name) for name in files if name])
     from knowledge.events import send_collection_event_on_commit

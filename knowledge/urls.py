@@ -18,6 +18,19 @@ urlpatterns = [
     path("teams/<int:team_id>/", views.team_detail, name="team"),
     path("teams/<int:team_id>/members/<int:membership_id>/role/", views.member_role, name="member-role"),
     path("teams/<int:team_id>/members/<int:membership_id>/remove/", views.member_remove, name="member-remove"),
+    path(
+        "teams/<int:team_id>/invitations/<int:invitation_id>/resend/",
+        views.invitation_resend,
+        name="resend-invitation",
+    ),
+    path(
+        "teams/<int:team_id>/invitations/<int:invitation_id>/revoke/",
+        views.invitation_revoke,
+        name="revoke-invitation",
+    ),
+    path("invitations/", views.invitation_list, name="invitations"),
+    path("invitations/<int:invitation_id>/accept/", views.invitation_accept, name="accept-invitation"),
+    path("invitations/<int:invitation_id>/decline/", views.invitation_decline, name="decline-invitation"),
     path("tokens/", views.token_list, name="tokens"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
 ]

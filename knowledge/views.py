@@ -18,7 +18,9 @@ from knowledge import actions, hooks
 from knowledge.access import (
     access_collection,
     access_membership,
+    access_my_invitation,
     access_team,
+    access_team_invitation,
     access_token,
     collection_role,
     role_in_team,
@@ -33,7 +35,7 @@ from knowledge.forms import (
     TeamForm,
     TokenForm,
 )
-from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Role, Team
+from knowledge.models import ApiToken, Collection, Document, IndexVersion, Invitation, Membership, Role, Team
 from portal.typing import AuthedRequest
 
 
@@ -95,8 +97,7 @@ def collection_settings(request: AuthedRequest, collection_id: int) -> HttpRespo
     collection = access_collection(request.user, collection_id, manage=True)
     form = CollectionSettingsForm(request.POST)
     if form.is_valid():
-        collection.settings = form.settings(collection.settings or {})
-        collection.save(update_fields=["settings", "updated_at"])
+        actions.do_change_collection_settings(collection, form.settings(collection.settings or {}))
         messages.success(request, _("Settings saved. Changed chunking is applied by a new index version."))
         return redirect("collection", collection.pk)
     role = collection_role(request.user, collection)
@@ -259,27 +260,78 @@ def team_detail(request: AuthedRequest, team_id: int) -> HttpResponse:
 
 
 def _add_member(request: AuthedRequest, team: Team, form: AddMemberForm) -> bool:
+    """Invite the address: the same message whether or not it has an account."""
     try:
-        user = actions.check_member_email(form.cleaned_data["email"])
-        actions.do_add_member(team, user, Role(form.cleaned_data["role"]))
+        invitation = actions.do_invite(team, form.cleaned_data["email"], Role(form.cleaned_data["role"]), request.user)
     except ValidationError as exc:
         form.add_error("email", exc)
         return False
-    messages.success(request, _("%(email)s added.") % {"email": form.cleaned_data["email"]})
+    messages.success(
+        request,
+        _("Invitation sent to %(email)s. They become a member when they accept it.") % {"email": invitation.email},
+    )
     return True
 
 
 def _team_context(team: Team, is_admin: bool, form: AddMemberForm) -> dict[str, object]:
     members = team.memberships.select_related("user").order_by("user__email")
     collections = team.collections.order_by("name")
+    invitations = (
+        team.invitations.filter(status=Invitation.Status.PENDING).select_related("invited_by") if is_admin else []
+    )
     return {
         "team": team,
         "members": members,
         "collections": collections,
+        "invitations": invitations,
         "is_admin": is_admin,
         "form": form,
         "roles": Role.choices,
     }
+
+
+@login_required
+@require_POST
+def invitation_resend(request: AuthedRequest, team_id: int, invitation_id: int) -> HttpResponse:
+    invitation = access_team_invitation(request.user, team_id, invitation_id)
+    report(request, lambda: actions.do_resend_invitation(invitation), _("Invitation sent again."))
+    return redirect("team", invitation.team_id)
+
+
+@login_required
+@require_POST
+def invitation_revoke(request: AuthedRequest, team_id: int, invitation_id: int) -> HttpResponse:
+    invitation = access_team_invitation(request.user, team_id, invitation_id)
+    report(request, lambda: actions.do_revoke_invitation(invitation), _("Invitation revoked."))
+    return redirect("team", invitation.team_id)
+
+
+@login_required
+def invitation_list(request: AuthedRequest) -> HttpResponse:
+    """The invitations addressed to the user, to accept or decline."""
+    invitations = Invitation.objects.for_user(request.user).pending().select_related("team", "invited_by")
+    return render(request, "knowledge/invitations.html", {"invitations": invitations})
+
+
+@login_required
+@require_POST
+def invitation_accept(request: AuthedRequest, invitation_id: int) -> HttpResponse:
+    invitation = access_my_invitation(request.user, invitation_id)
+    try:
+        actions.do_accept_invitation(invitation, request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("invitations")
+    messages.success(request, _("You joined the team “%(team)s”.") % {"team": invitation.team.name})
+    return redirect("team", invitation.team_id)
+
+
+@login_required
+@require_POST
+def invitation_decline(request: AuthedRequest, invitation_id: int) -> HttpResponse:
+    invitation = access_my_invitation(request.user, invitation_id)
+    report(request, lambda: actions.do_decline_invitation(invitation), _("Invitation declined."))
+    return redirect("invitations")
 
 
 @login_required

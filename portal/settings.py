@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "audit",
     "portal",
     "knowledge",
     "ingestion",
@@ -95,6 +96,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "audit.log.AuditMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -166,6 +168,12 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "portal@localhost")
 # The first admin account `manage.py up` creates when there is none.
 ADMIN_EMAIL = env_str("PORTAL_ADMIN_EMAIL", "admin@localhost")
 ADMIN_PASSWORD = env_str("PORTAL_ADMIN_PASSWORD")
+# The address people reach the portal at: links in mails (invitations) start with it.
+PORTAL_URL = env_str("PORTAL_URL", "http://localhost:8000")
+# Team invitations stay open this many days (an admin can send one again).
+INVITATION_DAYS = env_int("PORTAL_INVITATION_DAYS", 14, minimum=1)
+# Audit entries older than this many days are deleted by beat (0: kept for ever).
+AUDIT_DAYS = env_int("PORTAL_AUDIT_DAYS", 365)
 
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]

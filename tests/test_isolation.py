@@ -39,7 +39,7 @@ from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Document, Page, PageImage, Role
 from portal.routing import websocket_urlpatterns
-from tests.conftest import set_role
+from tests.conftest import make_user, set_role
 
 pytestmark = pytest.mark.usefixtures("media")
 
@@ -75,6 +75,11 @@ PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "member-role": ({"team_id": "team", "membership_id": "membership"}, Access.MANAGE),
     "member-remove": ({"team_id": "team", "membership_id": "membership"}, Access.MANAGE),
     "token-revoke": ({"token_id": "token"}, Access.OWN),
+    "invitations": ({}, Access.OWN),
+    "accept-invitation": ({"invitation_id": "invitation"}, Access.OWN),
+    "decline-invitation": ({"invitation_id": "invitation"}, Access.OWN),
+    "resend-invitation": ({"team_id": "team", "invitation_id": "team_invitation"}, Access.MANAGE),
+    "revoke-invitation": ({"team_id": "team", "invitation_id": "team_invitation"}, Access.MANAGE),
     "my-memory": ({}, Access.OWN),
     "my-memory-delete-all": ({}, Access.OWN),
     "my-memory-edit": ({"memory_id": "memory"}, Access.OWN),
@@ -93,6 +98,14 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     "token-detail": ({"pk": "token"}, Access.OWN),
     "team-member-list": ({"team_pk": "team"}, Access.READ),
     "team-member-detail": ({"team_pk": "team", "pk": "membership"}, Access.MANAGE),
+    "team-invitation-list": ({"team_pk": "team"}, Access.MANAGE),
+    "team-invitation-detail": ({"team_pk": "team", "pk": "team_invitation"}, Access.MANAGE),
+    "team-invitation-resend": ({"team_pk": "team", "pk": "team_invitation"}, Access.MANAGE),
+    # alice's own invitation (to another team): only she answers it
+    "invitation-list": ({}, Access.OWN),
+    "invitation-detail": ({"pk": "invitation"}, Access.OWN),
+    "invitation-accept": ({"pk": "invitation"}, Access.OWN),
+    "invitation-decline": ({"pk": "invitation"}, Access.OWN),
     "collection-documents": ({"collection_id": "collection"}, Access.READ),
     "collection-links": ({"collection_id": "collection"}, Access.WRITE),
     "collection-versions": ({"collection_id": "collection"}, Access.READ),
@@ -129,6 +142,7 @@ PRIVATE_SECRETS = [
     "alice's question",
     "alice's memory",
     "alice's integration",
+    "Guild of Erin",
 ]
 TEAM_SECRETS = ["Team handbook", "team-text", "Research", "alice@example.com"]
 READ_METHODS = ("get",)
@@ -166,6 +180,9 @@ def _document(collection, name: str, text: str) -> dict[str, Any]:
 @pytest.fixture
 def objects(request, alice, bob, team, private_collection, team_collection) -> dict[str, Any]:
     token, _key = actions.do_create_token(alice, "alice's integration")
+    erin = make_user("erin")
+    invitation = actions.do_invite(actions.do_create_team(erin, "Guild of Erin"), alice.email, Role.EDITOR, erin)
+    team_invitation = actions.do_invite(team, "frank@example.com", Role.VIEWER, alice)
     conversation = Conversation.objects.create(user=alice, title="alice's question")
     Message.objects.create(conversation=conversation, role="user", content="alice's question")
     # A memory costs an embedding: only the memory routes' tests get one.
@@ -183,6 +200,8 @@ def objects(request, alice, bob, team, private_collection, team_collection) -> d
         "team": team.pk,
         "membership": team.memberships.get(user=bob).pk,
         "token": token.pk,
+        "invitation": invitation.pk,
+        "team_invitation": team_invitation.pk,
     }
 
 
@@ -207,6 +226,9 @@ def _alices_things_are_intact(alice, objects: dict[str, Any]) -> None:
         assert Document.objects.filter(pk=objects[where]["document"]).exists()
         assert actions.Collection.objects.filter(pk=objects[where]["collection"]).exists()
     assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
+    for invitation in ("invitation", "team_invitation"):
+        assert actions.Invitation.objects.get(pk=objects[invitation]).status == "pending"
+    assert not actions.Membership.objects.filter(team__name="Guild of Erin", user=alice).exists()
     assert Conversation.objects.filter(pk=objects["conversation"]).exists()
     if objects["memory"] != str(uuid.UUID(int=0)):
         assert memories().get(alice, objects["memory"]).text == "alice's memory: she prefers tables"

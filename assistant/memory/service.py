@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, overload
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connections
 from mem0.exceptions import LLMError
 
@@ -30,6 +31,8 @@ from assistant.memory.errors import MemoryAccessError, MemoryInputError, MemoryN
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
 from assistant.memory.setup import build, stored_dims
+from audit.log import record
+from audit.models import Action
 from common.language import Language, language_of
 from portal.typing import AnyUser
 from providers import registry
@@ -290,6 +293,7 @@ class Memories:
         self._mem0.entity_store.delete_user(uid)  # (filled only where spaCy finds entities)
         self._erase_history(ids, scope=f"user_id={uid}")
         log.info("Deleted %d memories of user %s", len(ids), uid)
+        _record_purge(uid, len(ids))
         return len(ids)
 
     # Maintenance (an operator's, for every user: manage.py tidy_memories)
@@ -424,7 +428,23 @@ def forget_user(uid: str) -> int:
 
         with closing(sqlite3.connect(history)) as db:
             erase_history(db, ids, scope=f"user_id={uid}")
+    _record_purge(uid, len(ids))
     return len(ids)
+
+
+def _record_purge(uid: str, count: int) -> None:
+    """The audit entry of a purge (mem0's store is not in the portal's transaction: the
+    entry follows the deletion). Only the count is kept, never what was remembered."""
+    owner = get_user_model().objects.filter(uid=uid).values_list("pk", flat=True).first()
+    label = f"{count} memories of {uid}"
+    record(
+        Action.MEMORY_PURGE,
+        object_type="memory",
+        object_id=uid,
+        label=label,
+        owner_id=owner,
+        changes={"memories": (count, 0)},
+    )
 
 
 def erase_history(db: Any, ids: list[str], *, scope: str | None) -> None:

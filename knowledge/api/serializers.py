@@ -7,7 +7,18 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Page, PageImage, Role, Team
+from knowledge.models import (
+    ApiToken,
+    Collection,
+    Document,
+    IndexVersion,
+    Invitation,
+    Membership,
+    Page,
+    PageImage,
+    Role,
+    Team,
+)
 from knowledge.renders import can_render
 
 
@@ -36,6 +47,34 @@ class MembershipSerializer(serializers.ModelSerializer[Membership]):
 class AddMemberSerializer(serializers.Serializer[None]):
     email = serializers.EmailField()
     role = serializers.ChoiceField(choices=Role.choices, default=Role.VIEWER)
+
+
+class InvitationSerializer(serializers.ModelSerializer[Invitation]):
+    """An invitation as its team's admins and its invitee see it. Nothing in it says whether
+    the address has an account."""
+
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    invited_by = serializers.SerializerMethodField()
+    status = serializers.CharField(source="state", read_only=True)
+
+    class Meta:
+        model = Invitation
+        fields = [
+            "id",
+            "team",
+            "team_name",
+            "email",
+            "role",
+            "status",
+            "invited_by",
+            "created_at",
+            "sent_at",
+            "expires_at",
+        ]
+        read_only_fields = fields
+
+    def get_invited_by(self, invitation: Invitation) -> str | None:
+        return invitation.invited_by.email if invitation.invited_by else None
 
 
 class RoleSerializer(serializers.Serializer[None]):

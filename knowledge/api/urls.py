@@ -8,6 +8,8 @@ from knowledge.api import documents, views
 router = DefaultRouter()
 router.register("teams", views.TeamViewSet, basename="team")
 router.register(r"teams/(?P<team_pk>[0-9]+)/members", views.MembershipViewSet, basename="team-member")
+router.register(r"teams/(?P<team_pk>[0-9]+)/invitations", views.TeamInvitationViewSet, basename="team-invitation")
+router.register("invitations", views.MyInvitationViewSet, basename="invitation")
 router.register("collections", views.CollectionViewSet, basename="collection")
 router.register("tokens", views.ApiTokenViewSet, basename="token")
 

@@ -9,15 +9,23 @@ from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from knowledge import actions
-from knowledge.access import access_collection, access_membership, access_team, access_token
+from knowledge.access import (
+    access_collection,
+    access_membership,
+    access_my_invitation,
+    access_team,
+    access_team_invitation,
+    access_token,
+)
 from knowledge.api import serializers as s
-from knowledge.models import ApiToken, Collection, Membership, Role, Team
+from knowledge.models import ApiToken, Collection, Invitation, Membership, Role, Team
 from portal.models import User
 
 TEAM_PK = OpenApiParameter("team_pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="The team's id.")
@@ -85,14 +93,14 @@ class MembershipViewSet(
     def get_object(self) -> Membership:
         return access_membership(self.request.user, self.kwargs["team_pk"], self.kwargs["pk"])
 
-    @extend_schema(request=s.AddMemberSerializer, responses={201: s.MembershipSerializer})
+    @extend_schema(
+        request=s.AddMemberSerializer,
+        responses={201: s.InvitationSerializer},
+        description="Invites the address: it becomes a member only by accepting. The answer is the "
+        "same whether or not the address has an account.",
+    )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        team = self.team(manage=True)
-        form = s.AddMemberSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        user = actions.check_member_email(form.validated_data["email"])
-        membership = actions.do_add_member(team, user, Role(form.validated_data["role"]))
-        return Response(s.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+        return _invite(request, self.team(manage=True))
 
     @extend_schema(request=s.RoleSerializer, responses={200: s.MembershipSerializer})
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -104,6 +112,81 @@ class MembershipViewSet(
 
     def perform_destroy(self, instance: Membership) -> None:
         actions.do_remove_member(instance)
+
+
+def _invite(request: Request, team: Team) -> Response:
+    form = s.AddMemberSerializer(data=request.data)
+    form.is_valid(raise_exception=True)
+    data = form.validated_data
+    invitation = actions.do_invite(team, data["email"], Role(data["role"]), request_user(request))
+    return Response(s.InvitationSerializer(invitation).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(
+    list=extend_schema(parameters=[TEAM_PK]),
+    create=extend_schema(parameters=[TEAM_PK], request=s.AddMemberSerializer, responses={201: s.InvitationSerializer}),
+    destroy=extend_schema(parameters=[TEAM_PK], description="Revokes the invitation."),
+    resend=extend_schema(parameters=[TEAM_PK], request=None, responses={200: s.InvitationSerializer}),
+)
+class TeamInvitationViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet[Invitation],
+):
+    """A team's invitations: its admins invite, list, send again and revoke."""
+
+    serializer_class = s.InvitationSerializer
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        if getattr(self, "swagger_fake_view", False):
+            return Invitation.objects.none()
+        team = access_team(self.request.user, self.kwargs["team_pk"], manage=True)
+        return Invitation.objects.filter(team=team).select_related("team", "invited_by")
+
+    def get_object(self) -> Invitation:
+        return access_team_invitation(self.request.user, self.kwargs["team_pk"], self.kwargs["pk"])
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return _invite(request, access_team(request.user, self.kwargs["team_pk"], manage=True))
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        actions.do_revoke_invitation(self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=True, methods=["post"])
+    def resend(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        invitation = actions.do_resend_invitation(self.get_object())
+        return Response(s.InvitationSerializer(invitation).data)
+
+
+@extend_schema_view(
+    accept=extend_schema(request=None, responses={200: s.MembershipSerializer}),
+    decline=extend_schema(request=None, responses={200: s.InvitationSerializer}),
+)
+class MyInvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Invitation]):
+    """Invitations to the caller's email address: pending ones are listed; accepting one makes
+    the caller a member, with the invited role."""
+
+    serializer_class = s.InvitationSerializer
+
+    def get_queryset(self) -> QuerySet[Invitation]:
+        if self.action == "list":
+            return Invitation.objects.for_user(self.request.user).pending().select_related("team", "invited_by")
+        return Invitation.objects.for_user(self.request.user).select_related("team", "invited_by")
+
+    def get_object(self) -> Invitation:
+        return access_my_invitation(self.request.user, self.kwargs["pk"])
+
+    @action(detail=True, methods=["post"])
+    def accept(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        membership = actions.do_accept_invitation(self.get_object(), request_user(request))
+        return Response(s.MembershipSerializer(membership).data)
+
+    @action(detail=True, methods=["post"])
+    def decline(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        invitation = actions.do_decline_invitation(self.get_object())
+        return Response(s.InvitationSerializer(invitation).data)
 
 
 class CollectionViewSet(viewsets.ModelViewSet[Collection]):

@@ -1,6 +1,7 @@
 from knowledge.models.collections import Collection, CollectionQuerySet
 from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page, PageImage
 from knowledge.models.index_versions import IndexVersion, TermStat
+from knowledge.models.invitations import Invitation
 from knowledge.models.teams import Membership, Role, Team, TeamQuerySet
 from knowledge.models.tokens import ApiToken
 
@@ -13,6 +14,7 @@ __all__ = [
     "IndexVersion",
     "IndexedDocument",
     "IndexedPage",
+    "Invitation",
     "Membership",
     "Page",
     "PageImage",

@@ -7,7 +7,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models.teams import Role, Team
+from audit.log import Where
+from knowledge.models.teams import Membership, Role, Team
 
 if TYPE_CHECKING:
     from portal.typing import AnyUser
@@ -104,6 +105,16 @@ class Collection(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def audit_scope(self) -> Where:
+        """Who may read audit entries about the collection and what is in it."""
+        return Where(team_id=self.owner_team_id, collection_id=self.pk, owner_id=self.owner_user_id)
+
+    def viewer_ids(self) -> list[int]:
+        """The users who can see the collection now: its owner, or its team's members."""
+        if self.owner_team_id is None:
+            return [self.owner_user_id] if self.owner_user_id is not None else []
+        return list(Membership.objects.filter(team_id=self.owner_team_id).values_list("user_id", flat=True))
 
     @property
     def owner_label(self) -> str:

@@ -57,8 +57,9 @@ from assistant.memory.service import memories
 from assistant.models import Conversation, Message
 from ingestion.actions import do_add_document
 from knowledge import actions
-from knowledge.models import Document, IndexVersion, Membership, Page, PageImage
+from knowledge.models import Document, IndexVersion, Membership, Page, PageImage, Role
 from tests.assistant.wire import Reply, chunks, completion, serve
+from tests.conftest import make_user
 from tests.ingestion.files import handbook_pdf
 from tests.stack import wait_for
 
@@ -137,6 +138,12 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
     Message.objects.create(conversation=conversation, role="user", content="What are the hotel caps?")
     memory = memories()._mem0.add("alice prefers answers as tables", user_id=str(alice.uid), infer=False)
     spare, _key = actions.do_create_token(alice, "spare")
+    erin = make_user("erin")
+    guild = actions.do_create_team(erin, "Guild")
+    # Two of each: one may be accepted, declined or revoked before the other is tried.
+    invitations = [actions.do_invite(guild, alice.email, Role.VIEWER, erin).pk]
+    invitations.append(actions.do_invite(actions.do_create_team(erin, "Guild 2"), alice.email, Role.VIEWER, erin).pk)
+    team_invitations = [actions.do_invite(team, f"{name}@example.com", Role.VIEWER, alice).pk for name in "xy"]
     return {
         "collection": [private_collection.pk, team_collection.pk],
         "document": [document.pk],
@@ -148,6 +155,8 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
         "conversation": [conversation.pk],
         "memory": [memory["results"][0]["id"]],
         "token": [spare.pk],
+        "invitation": invitations,
+        "team_invitation": team_invitations,
     }
 
 
@@ -161,13 +170,20 @@ RESOURCES = {
     "conversations": "conversation",
     "memories": "memory",
     "tokens": "token",
+    "invitations": "invitation",
 }
 
 
 def kind_of(path: str, name: str) -> str:
     if name != "id":
         return KINDS[name]
-    return "membership" if "/members/" in path else RESOURCES[path.split("/")[2]]
+    if "/members/" in path:
+        return "membership"
+    return (
+        "team_invitation"
+        if "/invitations/" in path and path.startswith("/api/teams/")
+        else RESOURCES[path.split("/")[2]]
+    )
 
 
 def existing(operation: Any, objects: dict[str, list[Any]]) -> st.SearchStrategy[dict[str, Any]] | None:

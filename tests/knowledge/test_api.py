@@ -87,12 +87,17 @@ def test_it_manages_team_members_by_role(api, alice, bob, charlie, team):
     assert {m["email"] for m in api.get(members).json()["results"]} == {"alice@example.com", "bob@example.com"}
     assert api.post(members, {"email": "charlie@example.com"}, format="json").status_code == 403
     token_for(api, alice)
-    added = api.post(members, {"email": "charlie@example.com", "role": "editor"}, format="json")
-    assert added.status_code == 201
+    invited = api.post(members, {"email": "charlie@example.com", "role": "editor"}, format="json")
+    assert invited.status_code == 201
+    assert (invited.json()["role"], invited.json()["status"]) == ("editor", "pending")
+    token_for(api, charlie)
+    added = api.post(f"/api/invitations/{invited.json()['id']}/accept/")
+    assert added.status_code == 200
     assert added.json()["role"] == "editor"
+    token_for(api, alice)
     changed = api.patch(f"{members}{added.json()['id']}/", {"role": "viewer"}, format="json")
     assert changed.json()["role"] == "viewer"
-    assert api.post(members, {"email": "nobody@example.com"}, format="json").status_code == 400
+    assert api.post(members, {"email": "not an address"}, format="json").status_code == 400
     alice_id = team.memberships.get(user=alice).pk
     last_admin = api.patch(f"{members}{alice_id}/", {"role": "viewer"}, format="json")
     assert last_admin.status_code == 400

@@ -93,6 +93,11 @@ def test_it_lets_team_admins_manage_members(client, alice, bob, charlie, team):
     client.force_login(alice)
     response = client.post(reverse("team", args=[team.pk]), {"email": "charlie@example.com", "role": "editor"})
     assert response.status_code == 302
+    assert not team.memberships.filter(user=charlie).exists()  # invited: a member once he accepts
+    client.force_login(charlie)
+    invitation = team.invitations.get(email="charlie@example.com")
+    assert client.post(reverse("accept-invitation", args=[invitation.pk])).status_code == 302
+    client.force_login(alice)
     membership = team.memberships.get(user=charlie)
     assert membership.role == Role.EDITOR
     client.post(reverse("member-role", args=[team.pk, membership.pk]), {"role": "viewer"})

@@ -1,0 +1,70 @@
+"""Telling open websockets that what a user may see has changed.
+
+Access is checked when a socket connects; after that, a removed member, a lowered role, a
+deleted collection or a revoked token must not keep receiving anything. Two things make
+that immediate and cheap:
+
+- every user has an **access generation** in Redis, raised (on commit) by every action that
+  can take access away; a socket remembers the generation its last check saw and checks
+  again, in the database, only when it has moved: one Redis GET before each event it
+  forwards, a query only after a change;
+- the change is also **pushed** to the user's sockets (the channel group `access-<user id>`)
+  so that an idle socket closes within seconds, without waiting for its next event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import cache
+
+import redis
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
+PREFIX = "portal:access"
+
+
+def access_group(user_id: int) -> str:
+    return f"access-{user_id}"
+
+
+@cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_timeout=2)
+
+
+def generation(user_id: int) -> int:
+    """The user's access generation now (0 until anything changed)."""
+    value = _client(settings.REDIS_URL).get(f"{PREFIX}:{user_id}")
+    return int(value or 0)
+
+
+def access_changed(user_ids: Iterable[int | None], *, token_ids: Iterable[int] = ()) -> None:
+    """Once the surrounding transaction commits: raise each user's generation and tell their
+    open sockets to check again (`token_ids`: sockets opened with these tokens close)."""
+    users = sorted({pk for pk in user_ids if pk is not None})
+    tokens = sorted(set(token_ids))
+    if users:
+        transaction.on_commit(lambda: _announce(users, tokens))
+
+
+def _announce(user_ids: list[int], token_ids: list[int]) -> None:
+    try:
+        pipe = _client(settings.REDIS_URL).pipeline()
+        for pk in user_ids:
+            pipe.incr(f"{PREFIX}:{pk}")
+        pipe.execute()
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        for pk in user_ids:
+            message = {"type": "access.changed", "tokens": token_ids}
+            async_to_sync(layer.group_send)(access_group(pk), message)
+    except (RedisError, OSError) as exc:
+        # The sockets' own checks still run when Redis is back (the generation is read then).
+        log.warning("Access change of users %s not announced: %s", user_ids, exc)
