@@ -126,6 +126,8 @@ def _strings() -> dict[str, Any]:
         "strategy": _("Strategy: %(strategy)s"),
         "by_rules": _("(chosen by rules)"),
         "rewrite": _("Searched for: %(query)s"),
+        "searched": _("Collections searched: %(collections)s"),
+        "searched_none": _("No collection with indexed documents was searched."),
         "searching": _("searching…"),
         "no_hits": _("nothing found"),
         "queued": _("Waiting for the model…"),

@@ -33,6 +33,9 @@ class Started(Event):
     type: ClassVar[str] = "started"
     conversation: int
     message: int
+    # The collections the answer searches: [{"id", "name"}], those named or, with none
+    # named, every collection the user can see (their own and their teams') with an index.
+    collections: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -159,4 +159,9 @@ def started(session: Session) -> Started:
     """The first event, sent as soon as the question is recorded (before any model work, so
     that a client knows its conversation at once, however busy the models are)."""
     session.mark("first_event")
-    return Started(conversation=session.conversation.pk, message=session.question_message.pk)
+    searched = sorted((version.collection.name, version.collection_id) for version in session.scope.versions)
+    return Started(
+        conversation=session.conversation.pk,
+        message=session.question_message.pk,
+        collections=[{"id": pk, "name": name} for name, pk in searched],
+    )

@@ -33,7 +33,9 @@ def scope_of(collections: QuerySet[Collection]) -> Scope:
     test search, where a superuser may test any collection)."""
     # No ORDER BY: Collection's default ordering would sort a subquery that is only matched.
     subquery = collections.filter(active_version__isnull=False).order_by().values("active_version_id")
-    versions = tuple(IndexVersion.objects.filter(pk__in=subquery).order_by("pk"))
+    # With their collections: the answer's first event names them (no query there: it is sent
+    # from the websocket's event loop).
+    versions = tuple(IndexVersion.objects.filter(pk__in=subquery).select_related("collection").order_by("pk"))
     # The channels read the versions active when the scope was made, not whatever is active
     # when each of their statements runs: a reindex flipping between two statements would
     # otherwise leave them reading different versions, and _load keeping none of either.

@@ -120,6 +120,11 @@ const handlers = {
       const current = document.querySelector("#conversation-list li.current");
       if (current) current.parentElement.prepend(current);
     }
+    const searched = turn.querySelector(".searched");
+    const names = (event.collections ?? []).map((collection) => collection.name);
+    searched.textContent = names.length ? format(strings.searched, { collections: names.join(", ") }) : strings.searched_none;
+    show(searched);
+    show(turn.querySelector(".how"));
   },
   queued(turn) {
     turn.querySelector(".status").textContent = strings.queued;
