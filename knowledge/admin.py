@@ -9,9 +9,13 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
+from audit.log import record
+from audit.models import Action
 from knowledge import actions
-from knowledge.models import ApiToken, Collection, Document, IndexVersion, Membership, Team
+from knowledge.models import ApiToken, Collection, Document, IndexVersion, Invitation, Membership, Role, Team
+from knowledge.revocation import access_changed
 
 
 class VisibleOnlyAdmin(admin.ModelAdmin):
@@ -31,6 +35,18 @@ class VisibleOnlyAdmin(admin.ModelAdmin):
         return obj
 
 
+def record_membership(membership: Membership, *, before: str | None, after: str | None) -> None:
+    """The audit entry (and the sockets' re-check) of a membership an operator changed in the
+    admin, where memberships are edited as rows rather than through knowledge.actions. Runs in
+    the admin's own transaction."""
+    if before == after:
+        return
+    action = Action.MEMBER_ADD if before is None else Action.MEMBER_REMOVE if after is None else Action.MEMBER_ROLE
+    record(action, membership, team_id=membership.team_id, changes={"role": (before, after)})
+    if before is not None:
+        access_changed([membership.user_id])
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
@@ -46,6 +62,18 @@ class TeamAdmin(VisibleOnlyAdmin):
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Team.objects.visible_to(request.user).values("pk"))
 
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        roles = dict(Membership.objects.filter(team=form.instance).values_list("pk", "role"))
+        super().save_formset(request, form, formset, change)
+        if formset.model is not Membership:
+            return
+        for membership in formset.new_objects:
+            record_membership(membership, before=None, after=membership.role)
+        for membership, _fields in formset.changed_objects:
+            record_membership(membership, before=roles.get(membership.pk), after=membership.role)
+        for membership in formset.deleted_objects:
+            record_membership(membership, before=roles.get(membership.pk), after=None)
+
 
 @admin.register(Membership)
 class MembershipAdmin(VisibleOnlyAdmin):
@@ -56,6 +84,55 @@ class MembershipAdmin(VisibleOnlyAdmin):
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(team__in=Team.objects.visible_to(request.user).values("pk"))
+
+    def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
+        before = Membership.objects.filter(pk=obj.pk).values_list("role", flat=True).first() if change else None
+        super().save_model(request, obj, form, change)
+        record_membership(obj, before=before, after=obj.role)
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        record_membership(obj, before=obj.role, after=None)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
+        for membership in queryset:
+            record_membership(membership, before=membership.role, after=None)
+        super().delete_queryset(request, queryset)
+
+
+@admin.register(Invitation)
+class InvitationAdmin(VisibleOnlyAdmin):
+    """Invitations are made by team admins on the team page; here they are read and revoked."""
+
+    list_display = ["email", "team", "role", "status", "invited_by", "created_at", "expires_at"]
+    list_filter = ["status", "role"]
+    search_fields = ["email", "team__name", "invited_by__email"]
+    readonly_fields = [
+        "team",
+        "email",
+        "role",
+        "invited_by",
+        "status",
+        "created_at",
+        "sent_at",
+        "expires_at",
+        "answered_at",
+    ]
+    actions = ["revoke"]
+
+    def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
+        return queryset.filter(team__in=Team.objects.with_role_at_least(request.user, Role.ADMIN).values("pk"))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description=_("Revoke selected invitations"))
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
+        revoked = 0
+        for invitation in queryset.filter(status=Invitation.Status.PENDING):
+            actions.do_revoke_invitation(invitation)
+            revoked += 1
+        self.message_user(request, ngettext("%d invitation revoked.", "%d invitations revoked.", revoked) % revoked)
 
 
 @admin.register(Collection)
@@ -71,6 +148,27 @@ class CollectionAdmin(VisibleOnlyAdmin):
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Collection.objects.visible_to(request.user).values("pk"))
+
+    def save_model(self, request: HttpRequest, obj: Collection, form: Any, change: bool) -> None:
+        fields = ("name", "description", "settings")
+        stored = Collection.objects.filter(pk=obj.pk).values_list(*fields).first()
+        before = dict(zip(fields, stored, strict=True)) if stored else {}
+        super().save_model(request, obj, form, change)
+        if not change:
+            record(Action.COLLECTION_CREATE, obj, **obj.audit_scope())
+            return
+        changes = {key: (value, getattr(obj, key)) for key, value in before.items() if value != getattr(obj, key)}
+        if "settings" in changes:
+            record(Action.COLLECTION_SETTINGS, obj, changes={"settings": changes.pop("settings")}, **obj.audit_scope())
+        if changes:
+            record(Action.COLLECTION_RENAME, obj, changes=changes, **obj.audit_scope())
+
+    def delete_model(self, request: HttpRequest, obj: Collection) -> None:
+        actions.do_delete_collection(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Collection]) -> None:
+        for collection in queryset:
+            actions.do_delete_collection(collection)
 
 
 @admin.register(ApiToken)
@@ -114,6 +212,13 @@ class DocumentAdmin(InCollectionAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # documents arrive by upload or folder sync, which parse and index them
+
+    def delete_model(self, request: HttpRequest, obj: Document) -> None:
+        actions.do_delete_document(obj)  # its files too, and the audit entry
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Document]) -> None:
+        for document in queryset.select_related("collection"):
+            actions.do_delete_document(document)
 
 
 @admin.register(IndexVersion)
