@@ -19,11 +19,15 @@ from collections.abc import Iterable
 from functools import cache
 
 import redis
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from redis.exceptions import RedisError
+
+from knowledge.models import ApiToken
+from portal.typing import AnyUser
 
 log = logging.getLogger(__name__)
 PREFIX = "portal:access"
@@ -42,6 +46,26 @@ def generation(user_id: int) -> int:
     """The user's access generation now (0 until anything changed)."""
     value = _client(settings.REDIS_URL).get(f"{PREFIX}:{user_id}")
     return int(value or 0)
+
+
+async def read_generation(user_id: int) -> int | None:
+    """`generation` for a socket's event loop (the GET runs in a thread); None while Redis
+    cannot be read: the caller then checks in the database instead."""
+    try:
+        return await sync_to_async(generation, thread_sensitive=False)(user_id)
+    except (RedisError, OSError) as exc:
+        log.warning("Access generation of user %s not read: %s", user_id, exc)
+        return None
+
+
+def still_signed_in(user_id: int, token_id: int | None = None) -> AnyUser | None:
+    """The user as the database has them now, if still active and (for a socket opened with
+    an API token) the token is not revoked; None when the socket must close (4401)."""
+    if token_id is not None:  # active(): not revoked, and its user active
+        token = ApiToken.objects.active().select_related("user").filter(pk=token_id, user_id=user_id).first()
+        return token.user if token is not None else None
+    user: AnyUser | None = get_user_model().objects.filter(pk=user_id, is_active=True).first()
+    return user
 
 
 def access_changed(user_ids: Iterable[int | None], *, token_ids: Iterable[int] = ()) -> None:
