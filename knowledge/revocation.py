@@ -24,6 +24,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models.signals import post_save, pre_save
 from redis.exceptions import RedisError
 
 from knowledge.models import ApiToken
@@ -92,3 +93,24 @@ def _announce(user_ids: list[int], token_ids: list[int]) -> None:
     except (RedisError, OSError) as exc:
         # The sockets' own checks still run when Redis is back (the generation is read then).
         log.warning("Access change of users %s not announced: %s", user_ids, exc)
+
+
+def connect() -> None:
+    """Announce a deactivated account (the admin, `manage.py`, any save of `is_active`):
+    its open sockets close within seconds like those of a removed member."""
+    user_model = get_user_model()
+    pre_save.connect(_note_active, sender=user_model, dispatch_uid="revocation-active-before")
+    post_save.connect(_announce_deactivation, sender=user_model, dispatch_uid="revocation-active-after")
+
+
+def _note_active(sender: type, instance: AnyUser, update_fields: object = None, **kwargs: object) -> None:
+    if update_fields is not None and "is_active" not in update_fields:  # type: ignore[operator]
+        return  # a login's last_login, a password change: no extra query
+    pk = getattr(instance, "pk", None)
+    was = sender._default_manager.filter(pk=pk).values_list("is_active", flat=True).first() if pk else None  # type: ignore[attr-defined]
+    instance._was_active = was  # type: ignore[union-attr]
+
+
+def _announce_deactivation(sender: type, instance: AnyUser, created: bool, **kwargs: object) -> None:
+    if not created and getattr(instance, "_was_active", None) and not instance.is_active:
+        access_changed([instance.pk])

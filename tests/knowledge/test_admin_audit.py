@@ -80,3 +80,15 @@ def test_members_edited_on_the_team_page_of_the_admin_are_recorded(admin_client,
         (Action.MEMBER_ADD, "charlie@example.com in Research (viewer)"),
         (Action.MEMBER_ROLE, "bob@example.com in Research (editor)"),
     }
+
+
+def test_deactivating_an_account_is_announced_to_its_sockets(bob, django_capture_on_commit_callbacks):
+    before = generation(bob.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        bob.first_name = "Bob"
+        bob.save()
+    assert generation(bob.pk) == before  # nothing taken away
+    with django_capture_on_commit_callbacks(execute=True):
+        bob.is_active = False
+        bob.save()
+    assert generation(bob.pk) == before + 1
