@@ -7,4 +7,9 @@ class PortalConfig(AppConfig):
     verbose_name = _("Portal")
 
     def ready(self) -> None:
+        from django.contrib.auth.signals import user_logged_in
+
         from portal import checks  # noqa: F401  (registers the checks)
+        from portal.adapters import audit_staff_login
+
+        user_logged_in.connect(audit_staff_login, dispatch_uid="portal.audit_staff_login")
