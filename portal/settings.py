@@ -233,6 +233,19 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Django's cache, in Redis so that every web process shares it: allauth counts failed logins
+# there (ACCOUNT_RATE_LIMITS), and a lockout kept in one process's memory would let an
+# attacker go on against the others. Its keys start with KEY_PREFIX (portal.limits uses
+# "portal:rate"): tests delete only those, never the whole database Celery and Channels share.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "portal:cache",
+        "OPTIONS": {"socket_connect_timeout": 5, "socket_timeout": 5},
+    }
+}
+
 # Channels: websockets share Redis with Celery, on the same URL.
 # redis-py gives up on a read after 5 s by default, the very time channels_redis blocks
 # waiting for a socket's next message (BZPOPMIN, 5 s): an idle socket then died with 1011.

@@ -1,3 +1,4 @@
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -6,6 +7,13 @@ from portal.views import healthz
 
 # A path that no route matches gets JSON under /api/, the HTML page elsewhere.
 handler404 = "portal.views.not_found"
+
+# The admin's own login form called authenticate() outside allauth, so nothing throttled it.
+# Wrapped (allauth's documented way) it never authenticates: an anonymous visitor is sent to
+# /accounts/login/?next=/admin/..., a signed-in user who is not active staff gets a 403.
+# One login page, one limiter and one lockout policy (ACCOUNT_RATE_LIMITS["login_failed"],
+# counted in the shared Redis cache) for everyone, and no second dependency like django-axes.
+admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-assign]
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -47,6 +47,19 @@ def _memory_connections_closed(django_db_setup, django_db_blocker):
     service.close()
 
 
+@pytest.fixture(autouse=True)
+def _cache_cleared():
+    """Django's cache is in Redis (settings.CACHES) and outlives a test: allauth's counts of
+    failed logins would lock the next test's users out. Only the cache's own keys go; Celery
+    and Channels share the database, so never FLUSHDB (which `cache.clear()` is)."""
+    from django.core.cache import cache
+
+    client = cache._cache.get_client(write=True)  # type: ignore[attr-defined]
+    keys = list(client.scan_iter(match=f"{cache.key_prefix}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
 @pytest.fixture
 def alice(db):
     return make_user("alice")
