@@ -23,6 +23,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from audit.models import Action, Entry
+from knowledge.api.pagination import Pagination
 from knowledge.audit_access import MAX_ID, AuditFilterForm, visible_entries
 
 EXPORTS = ("csv", "json")
@@ -140,6 +141,10 @@ class AuditListView(generics.ListAPIView[Entry]):
             return super().list(request, *args, **kwargs)
         if export not in EXPORTS:
             raise ValidationError({"export": [_("Must be “csv” or “json”.")]})
+        paginator = self.paginator
+        if isinstance(paginator, Pagination):  # ignored, but checked as documented
+            paginator.get_limit(request)
+            paginator.get_offset(request)
         entries = self.get_queryset()
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
         if export == "csv":

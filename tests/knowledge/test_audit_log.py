@@ -179,7 +179,16 @@ def test_a_team_filter_names_only_a_team_the_caller_administers(client, api, ali
         assert "Team handbook" not in _body(response)
     client.force_login(alice)
     assert f'<option value="{history["team"].pk}">Research</option>' in _body(client.get(PAGE))
-    for bad in ({"action": "nope"}, {"since": "yesterday"}, {"collection": 0}, {"export": "xml"}, {"actor": "a\x00"}):
+    bad_filters = [
+        {"action": "nope"},
+        {"since": "yesterday"},
+        {"until": "03/12/2026"},
+        {"collection": 0},
+        {"export": "xml"},
+        {"actor": "a\x00"},
+        {"export": "csv", "offset": "null"},  # ignored by an export, but still checked
+    ]
+    for bad in bad_filters:
         token_for(api, alice)
         assert api.get(API, bad).status_code == 400, bad
 
