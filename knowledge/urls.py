@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import document_views, views
+from knowledge import audit_views, document_views, views
 
 # Uploading and indexing again start ingestion: their pages are in ingestion/urls.py.
 
@@ -33,4 +33,5 @@ urlpatterns = [
     path("invitations/<int:invitation_id>/decline/", views.invitation_decline, name="decline-invitation"),
     path("tokens/", views.token_list, name="tokens"),
     path("tokens/<int:token_id>/revoke/", views.token_revoke, name="token-revoke"),
+    path("audit/", audit_views.audit_log, name="audit"),
 ]

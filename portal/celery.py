@@ -18,6 +18,8 @@ app.conf.beat_schedule = {
     "worker-heartbeat": {"task": "portal.tasks.heartbeat", "schedule": 30.0},
     "requeue-stale-runs": {"task": "ingestion.requeue_stale_runs", "schedule": 60.0},
     "reindex-outdated": {"task": "ingestion.reindex_outdated", "schedule": 300.0},
+    # Audit entries older than PORTAL_AUDIT_DAYS go, once a day.
+    "prune-audit-log": {"task": "audit.prune", "schedule": 86400.0},
 }
 
 

@@ -87,6 +87,8 @@ PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "chat": ({}, Access.OWN),
     "chat-conversation": ({"conversation_id": "conversation"}, Access.OWN),
     "chat-delete": ({"conversation_id": "conversation"}, Access.OWN),
+    # the audit entries the caller may read: tests/knowledge/test_audit_log.py
+    "audit": ({}, Access.OWN),
 }
 API: dict[str, tuple[dict[str, str], Access]] = {
     "api-root": ({}, Access.OWN),
@@ -129,6 +131,7 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     "memory-delete-all": ({}, Access.OWN),
     "memory-detail": ({"pk": "memory"}, Access.OWN),
     "memory-history": ({"pk": "memory"}, Access.OWN),
+    "audit-list": ({}, Access.OWN),
 }
 ROUTES = {**PAGES, **API}
 WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from knowledge.api import documents, views
+from knowledge.api import audit, documents, views
 
 # A collection's documents (listed here, uploaded there), video links and the index versions'
 # actions are routed in ingestion/api/urls.py: uploading and those actions start ingestion.
@@ -24,5 +24,6 @@ urlpatterns = [
     path("documents/<int:pk>/original/", documents.DocumentOriginalView.as_view(), name="document-original"),
     path("pages/<int:pk>/render/", documents.PageRenderView.as_view(), name="page-render"),
     path("pages/<int:pk>/images/<str:sha256>/", documents.PageImageView.as_view(), name="page-image"),
+    path("audit/", audit.AuditListView.as_view(), name="audit-list"),
     path("", include(router.urls)),
 ]
