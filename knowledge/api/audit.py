@@ -57,20 +57,7 @@ class AuditEntrySerializer(serializers.ModelSerializer[Entry]):
 
     class Meta:
         model = Entry
-        fields = [
-            "id",
-            "at",
-            "actor",
-            "action",
-            "action_label",
-            "object_type",
-            "object_id",
-            "object_label",
-            "team_id",
-            "collection_id",
-            "changes",
-            "ip",
-        ]
+        fields = CSV_COLUMNS  # the export's columns are the API's fields
         read_only_fields = fields
 
 

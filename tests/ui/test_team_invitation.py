@@ -6,22 +6,14 @@ from __future__ import annotations
 import pytest
 
 from knowledge.models import Membership
-from tests.conftest import PASSWORD
+from tests.ui.test_portal_flow import log_in
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
 
-def _log_in(page, base: str, email: str) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", email)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/")
-
-
 def test_an_invited_colleague_joins_only_by_accepting(live_web, page, alice, charlie, team, team_collection, tmp_path):
     base = f"http://127.0.0.1:{live_web}"
-    _log_in(page, base, "alice@example.com")
+    log_in(page, base, "alice@example.com")
     page.goto(f"{base}/teams/{team.pk}/")
     page.fill("input[name=email]", "charlie@example.com")
     page.select_option("#id_role", "editor")
@@ -32,7 +24,7 @@ def test_an_invited_colleague_joins_only_by_accepting(live_web, page, alice, cha
     assert not Membership.objects.filter(team=team, user=charlie).exists()
     page.click("button:text('Log out')")
 
-    _log_in(page, base, "charlie@example.com")
+    log_in(page, base, "charlie@example.com")
     assert "Team handbook" not in page.content()  # not a member yet
     page.click("nav a:text('1 invitation')")
     page.wait_for_selector("h1:text('Invitations')")
