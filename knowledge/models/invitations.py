@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -21,10 +22,17 @@ class InvitationQuerySet(models.QuerySet["Invitation"]):
         return self.filter(status=Invitation.Status.PENDING, expires_at__gt=timezone.now())
 
     def for_user(self, user: AnyUser) -> InvitationQuerySet:
-        """Invitations addressed to the user's email address (any status)."""
+        """Invitations addressed to the user's email address (any status). Where the portal
+        verifies addresses (PORTAL_EMAIL_VERIFICATION), only once this one is verified: an
+        address typed at sign-up or changed in the account settings proves nothing before."""
         if not user.is_authenticated or not user.email:
             return self.none()
-        return self.filter(email=user.email.strip().lower())
+        email = user.email.strip().lower()
+        if settings.ACCOUNT_EMAIL_VERIFICATION != "none":
+            verified = EmailAddress.objects.filter(user=user, email__iexact=email, verified=True)
+            if not verified.exists():
+                return self.none()
+        return self.filter(email=email)
 
 
 class Invitation(models.Model):

@@ -224,3 +224,18 @@ def test_the_invitee_cannot_manage_the_teams_invitations(api, client, alice, cha
     assert client.post(reverse("revoke-invitation", args=[team.pk, invitation.pk])).status_code == 404
     assert client.get(reverse("team", args=[team.pk])).status_code == 404
     assert Invitation.objects.get(pk=invitation.pk).status == "pending"
+
+
+def test_where_addresses_are_verified_an_invitation_waits_for_the_proof(api, alice, charlie, team, settings):
+    """With verification on, claiming an address (at sign-up, or by changing one's email)
+    does not open its invitations: only a verified address does."""
+    from allauth.account.models import EmailAddress
+
+    settings.ACCOUNT_EMAIL_VERIFICATION = "optional"
+    invitation = actions.do_invite(team, "charlie@example.com", Role.EDITOR, alice)
+    token_for(api, charlie)
+    assert api.get("/api/invitations/").json()["results"] == []
+    assert api.post(f"/api/invitations/{invitation.pk}/accept/").status_code == 404
+    EmailAddress.objects.create(user=charlie, email="charlie@example.com", verified=True, primary=True)
+    assert [i["id"] for i in api.get("/api/invitations/").json()["results"]] == [invitation.pk]
+    assert api.post(f"/api/invitations/{invitation.pk}/accept/").status_code == 200
