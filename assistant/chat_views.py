@@ -34,6 +34,12 @@ class Turn:
     html: SafeString
     error: str
 
+    @property
+    def searched(self) -> str:
+        """The collections the answer searched, by name (stored answers have them since
+        issue 21; older ones show nothing)."""
+        return ", ".join(str(collection.get("name", "")) for collection in self.message.searched)
+
 
 @login_required
 @require_GET

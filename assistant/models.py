@@ -61,6 +61,8 @@ class Message(models.Model):
     attachments = models.JSONField(_("attachments"), default=list, blank=True)
     timings = models.JSONField(_("timings"), default=dict, blank=True)
     abstain = models.BooleanField(_("abstained"), default=False)
+    # An answer's collections searched: [{"id", "name"}] as they were then.
+    searched = models.JSONField(_("collections searched"), default=list, blank=True)
     # Why an answer stopped early (cancelled, model error); the partial answer is kept.
     error = models.TextField(_("error"), blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

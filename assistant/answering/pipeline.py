@@ -29,7 +29,7 @@ from assistant.answering import router, strategies
 from assistant.answering.events import Attachments, Citations, Done, Event, Failed, MemoryUsed, Queued, StrategyChosen
 from assistant.answering.events import collect as collect
 from assistant.answering.session import AskError as AskError
-from assistant.answering.session import Draft, Session, started
+from assistant.answering.session import Draft, Session, searched_collections, started
 from assistant.answering.session import start as start
 from assistant.busy import Answering
 from assistant.memory.gate import gate
@@ -225,4 +225,5 @@ def _save(draft: Draft) -> Message:
         timings=session.timings,
         abstain=draft.abstain,
         error=draft.error,
+        searched=searched_collections(session),
     )

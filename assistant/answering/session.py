@@ -159,9 +159,15 @@ def started(session: Session) -> Started:
     """The first event, sent as soon as the question is recorded (before any model work, so
     that a client knows its conversation at once, however busy the models are)."""
     session.mark("first_event")
-    searched = sorted((version.collection.name, version.collection_id) for version in session.scope.versions)
     return Started(
         conversation=session.conversation.pk,
         message=session.question_message.pk,
-        collections=[{"id": pk, "name": name} for name, pk in searched],
+        collections=searched_collections(session),
     )
+
+
+def searched_collections(session: Session) -> list[dict[str, Any]]:
+    """The collections the answer searches, by name: the `started` event's, and the stored
+    answer's (no query: the scope's versions come with their collections)."""
+    searched = sorted((version.collection.name, version.collection_id) for version in session.scope.versions)
+    return [{"id": pk, "name": name} for name, pk in searched]

@@ -250,6 +250,9 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
     assert stored.citations == citations
     assert stored.conversation.user == alice
     assert list(stored.conversation.collections.all()) == [policies]
+    searched = [{"id": policies.pk, "name": policies.name}]
+    assert events[0].to_json()["collections"] == searched  # started: what the chat shows at once
+    assert stored.searched == searched  # and after a reload
 
 
 def test_the_prompt_follows_the_questions_language(policies, alice):

@@ -179,3 +179,15 @@ def test_it_links_every_form_of_citation_mark():
     html = linked("a [1] b [2, 3] c 【4】 d [x] <i>")
     assert re.findall(r'data-n="(\d+)"', html) == ["1", "2", "3", "4"]
     assert "[x] &lt;i&gt;" in html
+
+
+def test_a_stored_answer_shows_the_collections_it_searched(client, alice, private_collection):
+    conversation = Conversation.objects.create(user=alice, title="q")
+    Message.objects.create(conversation=conversation, role="user", content="q")
+    searched = [{"id": private_collection.pk, "name": "Alice's notes"}, {"id": 99, "name": "Team <b>handbook</b>"}]
+    Message.objects.create(
+        conversation=conversation, role="assistant", content="a", strategy="direct", searched=searched
+    )
+    client.force_login(alice)
+    page = client.get(f"/chat/{conversation.pk}/").content.decode()
+    assert "Collections searched: Alice&#x27;s notes, Team &lt;b&gt;handbook&lt;/b&gt;" in page
