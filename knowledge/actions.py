@@ -58,7 +58,7 @@ def do_add_member(team: Team, user: User, role: Role) -> Membership:
         membership, created = Membership.objects.get_or_create(team=team, user=user, defaults={"role": role})
         if not created:
             raise ValidationError(_("%(user)s is already a member of this team.") % {"user": user})
-        record(Action.MEMBER_ADD, membership, team_id=team.pk, changes={"role": (None, role.value)})
+        record_membership(membership, before=None, after=role.value)
     return membership
 
 
@@ -70,8 +70,7 @@ def do_change_role(membership: Membership, role: Role) -> Membership:
         before = membership.role
         membership.role = role
         membership.save(update_fields=["role"])
-        record(Action.MEMBER_ROLE, membership, team_id=membership.team_id, changes={"role": (before, role.value)})
-        access_changed([membership.user_id])
+        record_membership(membership, before=before, after=role.value)
     return membership
 
 
@@ -80,8 +79,18 @@ def do_remove_member(membership: Membership) -> None:
         _lock_team(membership.team_id)
         if membership.role == Role.ADMIN:
             _check_not_last_admin(membership)
-        record(Action.MEMBER_REMOVE, membership, team_id=membership.team_id, changes={"role": (membership.role, None)})
+        record_membership(membership, before=membership.role, after=None)
         membership.delete()
+
+
+def record_membership(membership: Membership, *, before: str | None, after: str | None) -> None:
+    """The audit entry of a membership added (`before` None), changed or removed (`after`
+    None), and, when it existed before, the re-check of its user's open sockets. Call it in
+    the change's transaction: the actions above, and the admin, which edits memberships as
+    rows."""
+    action = Action.MEMBER_ADD if before is None else Action.MEMBER_REMOVE if after is None else Action.MEMBER_ROLE
+    record(action, membership, team_id=membership.team_id, changes={"role": (before, after)})
+    if before is not None:
         access_changed([membership.user_id])
 
 

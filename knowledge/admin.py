@@ -15,7 +15,6 @@ from audit.log import record
 from audit.models import Action
 from knowledge import actions
 from knowledge.models import ApiToken, Collection, Document, IndexVersion, Invitation, Membership, Role, Team
-from knowledge.revocation import access_changed
 
 
 class VisibleOnlyAdmin(admin.ModelAdmin):
@@ -33,18 +32,6 @@ class VisibleOnlyAdmin(admin.ModelAdmin):
         if obj is None:
             raise Http404(_("Not found."))
         return obj
-
-
-def record_membership(membership: Membership, *, before: str | None, after: str | None) -> None:
-    """The audit entry (and the sockets' re-check) of a membership an operator changed in the
-    admin, where memberships are edited as rows rather than through knowledge.actions. Runs in
-    the admin's own transaction."""
-    if before == after:
-        return
-    action = Action.MEMBER_ADD if before is None else Action.MEMBER_REMOVE if after is None else Action.MEMBER_ROLE
-    record(action, membership, team_id=membership.team_id, changes={"role": (before, after)})
-    if before is not None:
-        access_changed([membership.user_id])
 
 
 class MembershipInline(admin.TabularInline):
@@ -68,11 +55,12 @@ class TeamAdmin(VisibleOnlyAdmin):
         if formset.model is not Membership:
             return
         for membership in formset.new_objects:
-            record_membership(membership, before=None, after=membership.role)
+            actions.record_membership(membership, before=None, after=membership.role)
         for membership, _fields in formset.changed_objects:
-            record_membership(membership, before=roles.get(membership.pk), after=membership.role)
+            if roles.get(membership.pk) != membership.role:
+                actions.record_membership(membership, before=roles.get(membership.pk), after=membership.role)
         for membership in formset.deleted_objects:
-            record_membership(membership, before=roles.get(membership.pk), after=None)
+            actions.record_membership(membership, before=roles.get(membership.pk), after=None)
 
 
 @admin.register(Membership)
@@ -88,15 +76,16 @@ class MembershipAdmin(VisibleOnlyAdmin):
     def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
         before = Membership.objects.filter(pk=obj.pk).values_list("role", flat=True).first() if change else None
         super().save_model(request, obj, form, change)
-        record_membership(obj, before=before, after=obj.role)
+        if not change or before != obj.role:
+            actions.record_membership(obj, before=before, after=obj.role)
 
     def delete_model(self, request: HttpRequest, obj: Membership) -> None:
-        record_membership(obj, before=obj.role, after=None)
+        actions.record_membership(obj, before=obj.role, after=None)
         super().delete_model(request, obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
         for membership in queryset:
-            record_membership(membership, before=membership.role, after=None)
+            actions.record_membership(membership, before=membership.role, after=None)
         super().delete_queryset(request, queryset)
 
 
