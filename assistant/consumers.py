@@ -43,7 +43,7 @@ from assistant.answering.events import Event, Failed
 from assistant.answering.pipeline import failure, run
 from assistant.answering.session import AskError, Session, start, started
 from knowledge.models import Collection
-from knowledge.revocation import read_generation, still_signed_in
+from knowledge.revocation import generation_at_connect, read_generation, still_signed_in
 from portal.limits import allow_question
 from portal.typing import AnyUser
 
@@ -107,11 +107,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.user = user
         self.token_id: int | None = self.scope.get("token_id")
         self.language = _language(self.scope)
-        # Read before the user was last checked (portal/ws_auth.py); else now.
-        if "access_generation" in self.scope:
-            self.seen = self.scope["access_generation"]
-        else:
-            self.seen = await read_generation(user.pk)
+        self.seen = await generation_at_connect(self.scope, user.pk)
         self.checked_at = self.read_at = time.monotonic()
 
     async def disconnect(self, code: int) -> None:

@@ -25,7 +25,7 @@ from django.http import Http404
 
 from knowledge.access import access_collection
 from knowledge.events import collection_group
-from knowledge.revocation import access_group, read_generation, still_signed_in
+from knowledge.revocation import access_group, generation_at_connect, read_generation, still_signed_in
 
 log = logging.getLogger(__name__)
 LOGGED_OUT, NOT_FOUND = 4401, 4404
@@ -63,10 +63,7 @@ class CollectionEventsConsumer(AsyncJsonWebsocketConsumer):
         collection_id = self.scope["url_route"]["kwargs"]["collection_id"]
         # The generation read before the user was last checked (portal/ws_auth.py), else now,
         # before the check below: a change committed after the check moves it.
-        if "access_generation" in self.scope:
-            self.seen = self.scope["access_generation"]
-        else:
-            self.seen = await read_generation(self.user_id)
+        self.seen = await generation_at_connect(self.scope, self.user_id)
         try:
             collection = await database_sync_to_async(access_collection)(user, collection_id)
         except Http404:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from functools import cache
+from typing import Any, cast
 
 import redis
 from asgiref.sync import async_to_sync, sync_to_async
@@ -57,6 +58,14 @@ async def read_generation(user_id: int) -> int | None:
     except (RedisError, OSError) as exc:
         log.warning("Access generation of user %s not read: %s", user_id, exc)
         return None
+
+
+async def generation_at_connect(scope: dict[str, Any], user_id: int) -> int | None:
+    """The generation a socket starts from: the one portal/ws_auth.py read before it last
+    checked the user (so that a change committed after that check shows), else now."""
+    if "access_generation" in scope:
+        return cast(int | None, scope["access_generation"])
+    return await read_generation(user_id)
 
 
 def still_signed_in(user_id: int, token_id: int | None = None) -> AnyUser | None:
