@@ -29,6 +29,8 @@ class Action(models.TextChoices):
     INDEX_FLIP = "index.flip", _("Index version flipped")
     INDEX_ACTIVATE = "index.activate", _("Index version activated")
     INDEX_ROLLBACK = "index.rollback", _("Index rolled back")
+    INDEX_HELD = "index.held", _("Index version held back by evaluation")
+    INDEX_FLIP_ANYWAY = "index.flip_anyway", _("Held index version flipped anyway")
     TOKEN_CREATE = "token.create", _("API token created")
     TOKEN_REVOKE = "token.revoke", _("API token revoked")
     MEMORY_PURGE = "memory.purge", _("Memories deleted")

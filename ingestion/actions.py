@@ -269,9 +269,11 @@ def do_roll_back(collection: Collection) -> IndexVersion:
 
 
 def do_activate_version(version: IndexVersion) -> IndexVersion:
-    """Make a kept version the active one; one still being built becomes active by itself."""
+    """Make a kept version the active one; one still being built becomes active by itself, one
+    held back by its evaluation is flipped anyway (recorded as such)."""
     if version.status == IndexVersion.Status.BUILDING:
         raise ValidationError(_("That version is still being built; it becomes active by itself when done."))
-    versions.flip(version.collection, version, action=Action.INDEX_ACTIVATE)
+    anyway = version.status == IndexVersion.Status.HELD
+    versions.flip(version.collection, version, action=Action.INDEX_FLIP_ANYWAY if anyway else Action.INDEX_ACTIVATE)
     version.refresh_from_db()
     return version

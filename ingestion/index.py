@@ -121,10 +121,12 @@ def vector_index_sql(version: IndexVersion) -> list[str]:
 
 
 def target_versions(collection: Collection) -> list[IndexVersion]:
-    """Where new content goes: the active version, and any version being built."""
+    """Where new content goes: the active version, any version being built, and one held back
+    by its evaluation (so that it still covers everything when it is flipped anyway)."""
+    pending = [IndexVersion.Status.BUILDING, IndexVersion.Status.HELD]
     return list(
         IndexVersion.objects.filter(
-            Q(pk=collection.active_version_id) | Q(collection=collection, status=IndexVersion.Status.BUILDING)
+            Q(pk=collection.active_version_id) | Q(collection=collection, status__in=pending)
         ).order_by("number")
     )
 

@@ -1,6 +1,8 @@
 """Index versions: a reindex builds a new version in the background while the active one
-serves; when it covers everything the active one serves, the flip is one UPDATE; rollback
-flips back to a kept version; retired versions beyond PORTAL_KEEP_VERSIONS are removed."""
+serves; when it covers everything the active one serves, it is evaluated on the collection's
+golden questions where it has some (the gate, quality/gate.py) and flips (one UPDATE) or is
+held back; rollback flips back to a kept version; retired versions beyond
+PORTAL_KEEP_VERSIONS are removed."""
 
 from __future__ import annotations
 
@@ -18,17 +20,21 @@ from audit.models import Action
 from ingestion.index import create_version, image_embedder, version_config
 from ingestion.models import IngestionRun
 from ingestion.runs import enqueue_run
+from knowledge import hooks
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Collection, Document, IndexedDocument, IndexVersion
 from providers.base import TextEmbedder
 
 
 def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bool = True) -> IndexVersion:
-    """A new version with the current embedder and chunk settings, and a run per document."""
+    """A new version with the current embedder and chunk settings, and a run per document;
+    a version held back by its evaluation gives way to it."""
     with transaction.atomic():
         locked = Collection.objects.select_for_update().get(pk=collection.pk)
         if IndexVersion.objects.filter(collection=locked, status=IndexVersion.Status.BUILDING).exists():
             raise ValidationError(_("A new index version is already being built for this collection."))
+        for held in IndexVersion.objects.filter(collection=locked, status=IndexVersion.Status.HELD):
+            delete_version(held.pk)
         version = create_version(locked, embedder, status=IndexVersion.Status.BUILDING)
         record(Action.INDEX_REINDEX, version, label=_version_label(version), **locked.audit_scope())
         for document in Document.objects.filter(collection=locked).exclude(status=Document.Status.FAILED):
@@ -64,9 +70,10 @@ def reindex_outdated(embedder: TextEmbedder) -> list[IndexVersion]:
     for collection in outdated.select_related("active_version"):
         active = collection.active_version
         assert active is not None
-        same_pictures = active.image_embedder_id == (pictures.model_id if pictures else "")
-        if active.embedder_id == embedder.model_id and same_pictures and active.config == version_config(collection):
-            continue
+        wanted = (embedder.model_id, pictures.model_id if pictures else "", version_config(collection))
+        held = IndexVersion.objects.filter(collection=collection, status=IndexVersion.Status.HELD)
+        if any(_made_as(version) == wanted for version in [active, *held]):
+            continue  # current, or built as it would be now and held back by its evaluation
         try:
             started.append(start_reindex(collection, embedder))
         except ValidationError:
@@ -74,15 +81,24 @@ def reindex_outdated(embedder: TextEmbedder) -> list[IndexVersion]:
     return started
 
 
+def _made_as(version: IndexVersion) -> tuple[str, str, dict[str, object]]:
+    return version.embedder_id, version.image_embedder_id, version.config
+
+
 def complete_build_if_done(version: IndexVersion) -> bool:
-    """Flip to `version` once it serves every document the active version serves."""
+    """Once `version` serves every document the active version serves, it is built: it flips
+    now, or the gate (knowledge.hooks) evaluates it first. True when it flipped here."""
     collection = version.collection
     served = IndexedDocument.objects.filter(index_version_id=collection.active_version_id)
     covered = IndexedDocument.objects.filter(index_version=version)
     missing = served.exclude(document_id__in=covered.values("document_id"))
     if missing.exists():
         return False
-    IndexVersion.objects.filter(pk=version.pk, built_at__isnull=True).update(built_at=timezone.now())
+    # Several runs may finish the last documents at once: the one that marks it built goes on.
+    if not IndexVersion.objects.filter(pk=version.pk, built_at__isnull=True).update(built_at=timezone.now()):
+        return False
+    if hooks.gate_holds(version):
+        return False
     flip(collection, version)
     return True
 
@@ -136,9 +152,14 @@ def prune(collection: Collection, keep: int | None = None) -> list[int]:
     # The most recently in service are kept: a rollback's target is the last one retired.
     doomed = list(retired.order_by("-activated_at", "-number").values_list("pk", flat=True)[keep:])
     for pk in doomed:
-        with transaction.atomic():
-            IndexVersion.objects.filter(pk=pk).delete()  # chunks, indexed pages and documents cascade
-            with connection.cursor() as cursor:
-                cursor.execute(f"DROP INDEX IF EXISTS chunk_hnsw_v{int(pk)}")
-                cursor.execute(f"DROP INDEX IF EXISTS chunk_image_hnsw_v{int(pk)}")
+        delete_version(pk)
     return doomed
+
+
+def delete_version(pk: int) -> None:
+    """A version that serves nobody, with its chunks and its own vector indexes."""
+    with transaction.atomic():
+        IndexVersion.objects.filter(pk=pk).delete()  # chunks, indexed pages and documents cascade
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX IF EXISTS chunk_hnsw_v{int(pk)}")
+            cursor.execute(f"DROP INDEX IF EXISTS chunk_image_hnsw_v{int(pk)}")

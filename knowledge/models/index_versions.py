@@ -11,6 +11,9 @@ class IndexVersion(models.Model):
 
     class Status(models.TextChoices):
         BUILDING = "building", _("Building")
+        # Built, but its evaluation on the golden questions fell short of the active one's:
+        # it keeps being updated with new documents and a collection admin may flip it anyway.
+        HELD = "held", _("Held back")
         ACTIVE = "active", _("Active")
         RETIRED = "retired", _("Retired")
         FAILED = "failed", _("Failed")
