@@ -61,8 +61,11 @@ class Message(models.Model):
     attachments = models.JSONField(_("attachments"), default=list, blank=True)
     timings = models.JSONField(_("timings"), default=dict, blank=True)
     abstain = models.BooleanField(_("abstained"), default=False)
-    # An answer's collections searched: [{"id", "name"}] as they were then.
+    # An answer's collections searched: [{"id", "name", "version"}] as they were then, with
+    # the number of the index version each was searched in.
     searched = models.JSONField(_("collections searched"), default=list, blank=True)
+    # The models that made the answer, by role: {"chat", "embedding", "rerank"} ids.
+    models_used = models.JSONField(_("models"), default=dict, blank=True)
     # Why an answer stopped early (cancelled, model error); the partial answer is kept.
     error = models.TextField(_("error"), blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)

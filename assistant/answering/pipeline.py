@@ -38,7 +38,7 @@ from assistant.models import Message
 from common.cancelled import Cancelled
 from common.language import language_of
 from providers import registry
-from providers.base import ChatModel, ProviderError
+from providers.base import ChatModel, ProviderError, Role
 
 log = logging.getLogger(__name__)
 
@@ -226,4 +226,19 @@ def _save(draft: Draft) -> Message:
         abstain=draft.abstain,
         error=draft.error,
         searched=searched_collections(session),
+        models_used=models_used(),
     )
+
+
+def models_used() -> dict[str, str]:
+    """The models that an answer is made with now, by role: "provider:model" of the chat
+    model, the text embedder and the reranker where one is configured."""
+    used: dict[str, str] = {}
+    for role in ANSWER_ROLES:
+        if registry.available(role):
+            config = registry.role_config(role)
+            used[role] = f"{config.provider}:{config.model}"
+    return used
+
+
+ANSWER_ROLES: tuple[Role, ...] = ("chat", "embedding", "rerank")

@@ -167,7 +167,10 @@ def started(session: Session) -> Started:
 
 
 def searched_collections(session: Session) -> list[dict[str, Any]]:
-    """The collections the answer searches, by name: the `started` event's, and the stored
-    answer's (no query: the scope's versions come with their collections)."""
-    searched = sorted((version.collection.name, version.collection_id) for version in session.scope.versions)
-    return [{"id": pk, "name": name} for name, pk in searched]
+    """The collections the answer searches, by name, with the index version searched: the
+    `started` event's, and the stored answer's (no query: the scope's versions come with their
+    collections)."""
+    searched = sorted(
+        (version.collection.name, version.collection_id, version.number) for version in session.scope.versions
+    )
+    return [{"id": pk, "name": name, "version": number} for name, pk, number in searched]

@@ -149,7 +149,7 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         model = Message
         fields = [
             "id", "role", "content", "strategy", "rewrite", "plan", "citations", "attachments", "timings",
-            "abstain", "error", "searched", "created_at",
+            "abstain", "error", "searched", "models_used", "created_at",
         ]  # fmt: skip
 
 
