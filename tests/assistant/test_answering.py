@@ -18,7 +18,8 @@ from assistant.answering.events import AnswerDelta, AnswerReplaced, Citations, D
 from assistant.answering.pipeline import AskError, answer_events, collect, start
 from assistant.answering.types import Turn
 from assistant.models import Conversation, Message
-from knowledge.models import Chunk
+from knowledge.models import Chunk, IndexVersion
+from providers import registry
 from providers.base import ChatMessage, ChatResult
 from tests.conftest import make_collection
 from tests.ingestion.files import ingest
@@ -250,9 +251,12 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
     assert stored.citations == citations
     assert stored.conversation.user == alice
     assert list(stored.conversation.collections.all()) == [policies]
-    searched = [{"id": policies.pk, "name": policies.name}]
+    policies.refresh_from_db()
+    version = IndexVersion.objects.get(pk=policies.active_version_id).number
+    searched = [{"id": policies.pk, "name": policies.name, "version": version}]
     assert events[0].to_json()["collections"] == searched  # started: what the chat shows at once
     assert stored.searched == searched  # and after a reload
+    assert stored.models_used["chat"] == f"{registry.role_config('chat').provider}:{registry.role_config('chat').model}"
 
 
 def test_the_prompt_follows_the_questions_language(policies, alice):
