@@ -83,17 +83,20 @@ def busy(*, ingestion: bool = True) -> str:
     return ""
 
 
-def wait_until_idle(limit: float, *, poll: float = 1.0, ingestion: bool = True) -> float:
+def wait_until_idle(
+    limit: float, *, poll: float = 1.0, ingestion: bool = True, what: str = "extract memories"
+) -> float:
     """Wait while the machine is busy, at most `limit` seconds; the seconds waited.
     `ingestion=False` for a worker that serves the ingest queue itself: waiting for an
-    ingestion queued behind the waiting task would wait the whole `limit`."""
+    ingestion queued behind the waiting task would wait the whole `limit`. `what` the
+    waiting task does, for the log."""
     started = time.monotonic()
     reason = busy(ingestion=ingestion)
     if reason:
-        log.info("Waiting to extract memories: %s", reason)
+        log.info("Waiting to %s: %s", what, reason)
     while reason and time.monotonic() - started < limit:
         time.sleep(poll)
         reason = busy(ingestion=ingestion)
     if reason:
-        log.warning("Extracting memories after waiting %.0f s, though %s", limit, reason)
+        log.warning("Going on to %s after waiting %.0f s, though %s", what, limit, reason)
     return time.monotonic() - started

@@ -63,6 +63,17 @@ class CollectionSettingsForm(forms.Form):
         ),
     )
 
+    gate_points = forms.FloatField(
+        label=_("Largest drop a new index version may show (points)"),
+        min_value=0,
+        max_value=100,
+        required=False,
+        help_text=_(
+            "With golden questions, a newly built version flips only if none of hit@1, hit@5 and MRR falls by "
+            "more than this many points; empty: the portal's default."
+        ),
+    )
+
     @classmethod
     def for_collection(cls, settings: dict[str, Any]) -> CollectionSettingsForm:
         rules = settings.get("weights") or []
@@ -73,6 +84,7 @@ class CollectionSettingsForm(forms.Form):
                 "chunk_overlap": settings.get("chunk_overlap", 50),
                 "page_summaries": bool(settings.get("page_summaries", False)),
                 "weights": "\n".join(lines),
+                "gate_points": settings.get("gate_points"),
             }
         )
 
@@ -109,4 +121,5 @@ class CollectionSettingsForm(forms.Form):
             "chunk_overlap": data["chunk_overlap"],
             "page_summaries": data["page_summaries"],
             "weights": data["weights"],
+            "gate_points": data["gate_points"],
         }

@@ -1,5 +1,6 @@
 """The Celery app: queues `ingest` (documents), `memory` (memory extraction, which waits for
-answers and ingestion) and `default`, configured from Django settings."""
+answers and ingestion), `evaluation` (index versions measured on golden questions, which
+waits for answers) and `default`, configured from Django settings."""
 
 import os
 
@@ -13,7 +14,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-app.conf.task_routes = {"ingestion.*": {"queue": "ingest"}, "assistant.remember_turn": {"queue": "memory"}}
+app.conf.task_routes = {
+    "ingestion.*": {"queue": "ingest"},
+    "assistant.remember_turn": {"queue": "memory"},
+    "quality.*": {"queue": "evaluation"},
+}
 app.conf.beat_schedule = {
     "worker-heartbeat": {"task": "portal.tasks.heartbeat", "schedule": 30.0},
     "requeue-stale-runs": {"task": "ingestion.requeue_stale_runs", "schedule": 60.0},

@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "knowledge",
     "ingestion",
     "assistant",
+    "quality",
 ]
 
 MIDDLEWARE = [
@@ -369,6 +370,12 @@ MEMORY_TABLE = "memory_mem0"
 MEM0_DIR = Path(env_str("MEM0_DIR") or VAR_DIR / "mem0").resolve()
 # Retired index versions kept for rollback, per collection.
 KEEP_VERSIONS = env_int("PORTAL_KEEP_VERSIONS", 1, minimum=0)
+# The evaluation gate (quality/): a newly built version of a collection with golden questions
+# flips only if none of hit@1, hit@5 and MRR fell by more than this many points (0-100) from
+# the active version's; a collection's own setting ("gate_points") overrides it. Between two
+# questions an evaluation waits for answers in progress, at most this many seconds.
+GATE_POINTS = env_float("PORTAL_GATE_POINTS", 2.0, minimum=0.0)
+EVALUATION_IDLE_WAIT = env_int("PORTAL_EVALUATION_IDLE_WAIT", 60, minimum=0)
 
 # Where `manage.py up` serves HTTP and websockets.
 HOST = env_str("PORTAL_HOST", "127.0.0.1")

@@ -166,6 +166,7 @@ def web_command(host: str, port: int, request_timeout: int | None = None) -> lis
 # memory extraction on a worker of its own, so that an upload never waits behind it.
 WORK_QUEUES = "ingest,default"
 MEMORY_QUEUE = "memory"
+EVALUATION_QUEUE = "evaluation"
 
 
 def worker_command(name: str, concurrency: int, queues: str = WORK_QUEUES) -> list[str]:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from django.conf import settings
 
 from portal.services import die_with_parent, stop_process_group
-from portal.supervisor import MEMORY_QUEUE, WORK_QUEUES, web_command, worker_command
+from portal.supervisor import EVALUATION_QUEUE, MEMORY_QUEUE, WORK_QUEUES, web_command, worker_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,5 +94,7 @@ def daphne(log: Path, port: int):
 
 
 def celery_worker(log: Path):
-    """One worker for every queue, as a small deployment may run it: ingestion and memory."""
-    return process(worker_command(f"test-{os.getpid()}@%h", 1, f"{WORK_QUEUES},{MEMORY_QUEUE}"), log)
+    """One worker for every queue, as a small deployment may run it: ingestion, memory and
+    evaluation."""
+    queues = f"{WORK_QUEUES},{MEMORY_QUEUE},{EVALUATION_QUEUE}"
+    return process(worker_command(f"test-{os.getpid()}@%h", 1, queues), log)

@@ -37,8 +37,9 @@ from assistant.memory.service import memories
 from assistant.models import Conversation, Message
 from ingestion.actions import do_add_document
 from knowledge import actions
-from knowledge.models import Document, Page, PageImage, Role
+from knowledge.models import Document, IndexVersion, Page, PageImage, Role
 from portal.routing import websocket_urlpatterns
+from quality.models import EvaluationRun, Feedback, GoldenQuestion
 from tests.conftest import make_user, set_role
 
 pytestmark = pytest.mark.usefixtures("media")
@@ -89,6 +90,10 @@ PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "chat-delete": ({"conversation_id": "conversation"}, Access.OWN),
     # the audit entries the caller may read: tests/knowledge/test_audit_log.py
     "audit": ({}, Access.OWN),
+    "collection-quality": ({"collection_id": "collection"}, Access.READ),
+    "collection-quality-plot": ({"collection_id": "collection"}, Access.READ),
+    "collection-evaluate": ({"collection_id": "collection"}, Access.MANAGE),
+    "collection-flip-anyway": ({"collection_id": "collection", "number": "held_number"}, Access.MANAGE),
 }
 API: dict[str, tuple[dict[str, str], Access]] = {
     "api-root": ({}, Access.OWN),
@@ -132,6 +137,8 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     "memory-detail": ({"pk": "memory"}, Access.OWN),
     "memory-history": ({"pk": "memory"}, Access.OWN),
     "audit-list": ({}, Access.OWN),
+    "collection-evaluation-list": ({"collection_id": "collection"}, Access.READ),
+    "collection-evaluation-detail": ({"collection_id": "collection", "pk": "evaluation"}, Access.READ),
 }
 ROUTES = {**PAGES, **API}
 WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}
@@ -177,7 +184,23 @@ def _document(collection, name: str, text: str) -> dict[str, Any]:
     page.render.save("1.png", ContentFile(b"\x89PNG " + text.encode()))
     image = PageImage(page=page, sha256=("a" if "alice" in text else "b") * 64)
     image.file.save("a.png", ContentFile(b"\x89PNG picture of " + text.encode()))
-    return {"collection": collection.pk, "document": document.pk, "page": page.pk, "image": image.sha256}
+    golden = GoldenQuestion.objects.create(
+        collection=collection, key=f"{text}-1", question=f"What does {text} say?", lang="en", gold=[{"file": name}]
+    )
+    version = IndexVersion.objects.create(
+        collection=collection, number=9, embedder_id="test", dims=4, config_hash="", status="held"
+    )
+    evaluation = EvaluationRun.objects.create(
+        collection=collection, version=version, version_number=version.number, error=f"{text} evaluation"
+    )
+    return {
+        "collection": collection.pk,
+        "document": document.pk,
+        "page": page.pk,
+        "image": image.sha256,
+        "golden": golden.pk,
+        "evaluation": evaluation.pk,
+    }
 
 
 @pytest.fixture
@@ -188,6 +211,11 @@ def objects(request, alice, bob, team, private_collection, team_collection) -> d
     team_invitation = actions.do_invite(team, "frank@example.com", Role.VIEWER, alice)
     conversation = Conversation.objects.create(user=alice, title="alice's question")
     Message.objects.create(conversation=conversation, role="user", content="alice's question")
+    answer = Message.objects.create(conversation=conversation, role="assistant", content="alice's answer")
+    feedback = Feedback.objects.create(
+        message=answer, user=alice, rating="down", question="alice's question", answer="alice's answer"
+    )
+    feedback.collections.add(private_collection)
     # A memory costs an embedding: only the memory routes' tests get one.
     memory_id = str(uuid.UUID(int=0))
     if "memory" in getattr(getattr(request.node, "callspec", None), "params", {}).get("name", "memory"):
@@ -198,8 +226,11 @@ def objects(request, alice, bob, team, private_collection, team_collection) -> d
         "shared": _document(team_collection, "Team handbook.md", "team-text"),
         "memory": memory_id,
         "conversation": conversation.pk,
+        "message": answer.pk,
+        "feedback": feedback.pk,
         "page_number": 1,
         "version_number": 1,
+        "held_number": 9,
         "team": team.pk,
         "membership": team.memberships.get(user=bob).pk,
         "token": token.pk,

@@ -12,7 +12,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from portal.services import ServiceError, Services
-from portal.supervisor import MEMORY_QUEUE, Supervisor, beat_command, wait_for_http, web_command, worker_command
+from portal.supervisor import (
+    EVALUATION_QUEUE,
+    MEMORY_QUEUE,
+    Supervisor,
+    beat_command,
+    wait_for_http,
+    web_command,
+    worker_command,
+)
 
 
 class Interrupted(BaseException):
@@ -73,8 +81,10 @@ class Command(BaseCommand):
         supervisor.run_once("setup", [python, manage, "models", "--install"])
         supervisor.start("web", web_command(host, port, settings.REQUEST_TIMEOUT))
         supervisor.start("worker", worker_command(f"portal@{socket.gethostname()}", settings.WORKER_CONCURRENCY))
-        if settings.MEMORY_ENABLED:  # one process: it loads the chat model once
-            supervisor.start("memory", worker_command(f"memory@{socket.gethostname()}", 1, MEMORY_QUEUE))
+        # Work that waits for answers, in one process (it loads the chat model once): memory
+        # extraction and evaluations of index versions.
+        background = f"{MEMORY_QUEUE},{EVALUATION_QUEUE}" if settings.MEMORY_ENABLED else EVALUATION_QUEUE
+        supervisor.start("background", worker_command(f"background@{socket.gethostname()}", 1, background))
         supervisor.start("beat", beat_command(settings.VAR_DIR / "run" / "celerybeat-schedule"))
         if wait_for_http(url + "healthz", timeout=60, stop=stopping):
             supervisor.say(self.style.SUCCESS(f"The portal is up at {url}  (Ctrl-C stops it)"))

@@ -1,0 +1,219 @@
+"""Evaluation runs: queued by a person (a collection's Quality page, the API) or by the gate
+when a new index version is built (quality/gate.py), executed by the `evaluation` worker
+(quality/tasks.py), which gives way to answers being written between questions."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from assistant.busy import wait_until_idle
+from audit.log import record
+from audit.models import Action
+from ingestion import versions
+from knowledge.events import send_collection_event, send_collection_event_on_commit
+from knowledge.models import Collection, IndexVersion, Membership, Role
+from portal.models import User
+from quality import evaluation
+from quality.models import EvaluationRun
+
+log = logging.getLogger(__name__)
+
+EVENT_INTERVAL = 1.0  # seconds between progress events
+
+
+def start_run(
+    collection: Collection,
+    version: IndexVersion,
+    *,
+    user: User | None = None,
+    answers: bool = False,
+    baseline: IndexVersion | None = None,
+) -> EvaluationRun:
+    """Queue an evaluation of `version` (against `baseline` too: a gate run)."""
+    if version.collection_id != collection.pk:
+        raise ValidationError(_("That index version belongs to another collection."))
+    found = evaluation.questions_of(collection)
+    if not any(question.answerable for question in found.usable) and not (answers and found.usable):
+        raise ValidationError(_("The collection has no golden question to evaluate with (stale ones are left out)."))
+    with transaction.atomic():
+        run = EvaluationRun.objects.create(
+            collection=collection,
+            version=version,
+            version_number=version.number,
+            baseline=baseline,
+            baseline_number=baseline.number if baseline else None,
+            purpose=EvaluationRun.Purpose.GATE if baseline else EvaluationRun.Purpose.MANUAL,
+            answers=answers,
+            requested_by=user,
+            total=_steps(found, answers, gate=baseline is not None),
+            stale=len(found.stale),
+        )
+        transaction.on_commit(lambda: _enqueue(run.pk))
+        send_collection_event_on_commit(collection.pk, _event(run))
+    return run
+
+
+def _enqueue(run_id: int) -> None:
+    from quality.tasks import evaluate_version
+
+    evaluate_version.delay(run_id)
+
+
+def _steps(found: evaluation.Questions, answers: bool, *, gate: bool) -> int:
+    searched = sum(question.answerable for question in found.usable)
+    return searched * (2 if gate else 1) + (len(found.usable) if answers else 0)
+
+
+def claim(run: EvaluationRun) -> bool:
+    """Queued → running, by one worker only."""
+    now = timezone.now()
+    return bool(
+        EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.QUEUED).update(
+            status=EvaluationRun.Status.RUNNING, started_at=now, heartbeat_at=now
+        )
+    )
+
+
+def execute(run: EvaluationRun) -> EvaluationRun:
+    """Evaluate the run's version (and its baseline), store the figures, and for a gate run
+    flip the version or hold it back. A failure holds a gate's version back too."""
+    started = time.perf_counter()
+    try:
+        summary, per_question = _measure(run)
+    except Exception as exc:
+        log.exception("Evaluation run %s failed", run.pk)
+        _finish(run, started, status=EvaluationRun.Status.FAILED, error=str(exc) or type(exc).__name__)
+        if run.purpose == EvaluationRun.Purpose.GATE:
+            _hold(run)
+        return run
+    run.summary, run.per_question = summary, per_question
+    if run.purpose == EvaluationRun.Purpose.GATE and "baseline" in summary:
+        run.drops = evaluation.drops(summary["baseline"], summary["version"])
+    _finish(run, started, status=EvaluationRun.Status.SUCCEEDED)
+    if run.purpose == EvaluationRun.Purpose.GATE:
+        _decide(run)
+    return run
+
+
+def _measure(run: EvaluationRun) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    version = run.version
+    if version is None:
+        raise ValidationError(_("The index version was deleted before it could be evaluated."))
+    found = evaluation.questions_of(run.collection)
+    user = run.requested_by or searcher(run.collection)
+    ticker = _Ticker(run)
+    result = evaluation.retrieval(user, version, found.usable, ticker.step)
+    summary: dict[str, Any] = {"version": result["summary"], "mean_ms": round(result["mean_ms"], 1)}
+    per_question = result["per_question"]
+    if run.baseline is not None:
+        before = evaluation.retrieval(user, run.baseline, found.usable, ticker.step)
+        summary["baseline"] = before["summary"]
+        ranks = {row["id"]: row["rank"] for row in before["per_question"]}
+        per_question = [{**row, "baseline_rank": ranks.get(row["id"])} for row in per_question]
+    if run.answers:
+        scored = evaluation.answers(user, version, found.usable, ticker.step)
+        summary["answers"] = scored["summary"]
+        answered = {row["id"]: row for row in scored["per_question"]}
+        per_question = [{**row, **answered.get(row["id"], {})} for row in per_question] + [
+            row for key, row in answered.items() if key not in {r["id"] for r in per_question}
+        ]
+    summary["stale"] = found.stale
+    return summary, per_question
+
+
+class _Ticker:
+    """Counts the run's steps: a heartbeat and, at most once a second, a progress event;
+    before each step it gives way to answers being written (at most EVALUATION_IDLE_WAIT)."""
+
+    def __init__(self, run: EvaluationRun) -> None:
+        self.run = run
+        self.last = 0.0
+
+    def step(self, _number: int, _of: int) -> None:
+        self.run.done += 1
+        EvaluationRun.objects.filter(pk=self.run.pk).update(done=self.run.done, heartbeat_at=timezone.now())
+        if time.monotonic() - self.last >= EVENT_INTERVAL or self.run.done == self.run.total:
+            self.last = time.monotonic()
+            _send(self.run)
+        wait_until_idle(settings.EVALUATION_IDLE_WAIT, ingestion=False, what="evaluate")
+
+
+def _finish(run: EvaluationRun, started: float, *, status: str, error: str = "") -> None:
+    run.status, run.error = status, error[:2000]
+    run.finished_at = timezone.now()
+    run.seconds = round(time.perf_counter() - started, 2)
+    run.save(update_fields=["status", "error", "finished_at", "seconds", "summary", "per_question", "drops", "done"])
+    _send(run)
+
+
+def _decide(run: EvaluationRun) -> None:
+    """Flip the version when no gated metric fell by more than the collection allows."""
+    building = IndexVersion.objects.filter(status=IndexVersion.Status.BUILDING)
+    version = building.filter(pk=run.version_id).first() if run.version_id else None
+    if version is None:
+        return  # deleted, or replaced by a newer build meanwhile
+    if evaluation.passes(run.drops, evaluation.allowed_drop(run.collection)):
+        versions.flip(run.collection, version)
+        _set_decision(run, EvaluationRun.Decision.FLIPPED)
+    else:
+        _hold(run)
+
+
+def _hold(run: EvaluationRun) -> None:
+    version = run.version
+    if version is None:
+        return
+    with transaction.atomic():
+        held = IndexVersion.objects.filter(pk=version.pk, status=IndexVersion.Status.BUILDING).update(
+            status=IndexVersion.Status.HELD
+        )
+        if held:
+            changes = {metric: (None, points) for metric, points in run.drops.items()}
+            label = f"{run.collection} v{version.number}"
+            record(Action.INDEX_HELD, version, label=label, changes=changes, **run.collection.audit_scope())
+            send_collection_event_on_commit(run.collection_id, {"type": "index.held", "version": version.number})
+    _set_decision(run, EvaluationRun.Decision.HELD)
+
+
+def _set_decision(run: EvaluationRun, decision: str) -> None:
+    run.decision = decision
+    EvaluationRun.objects.filter(pk=run.pk).update(decision=decision)
+    _send(run)
+
+
+def _event(run: EvaluationRun) -> dict[str, Any]:
+    return {
+        "type": "evaluation.progress",
+        "run": run.pk,
+        "version": run.version_number,
+        "status": run.status,
+        "done": run.done,
+        "total": run.total,
+        "decision": run.decision,
+    }
+
+
+def _send(run: EvaluationRun) -> None:
+    try:
+        send_collection_event(run.collection_id, _event(run))
+    except Exception as exc:  # watchers miss an update; the run goes on
+        log.warning("Evaluation run %s: progress not sent: %s", run.pk, exc)
+
+
+def searcher(collection: Collection) -> User:
+    """Whom an evaluation that nobody asked for (the gate) searches as: the owner, or the
+    team's first admin. The scope is pinned to the version, so this names the user only."""
+    if collection.owner_user is not None:
+        return collection.owner_user
+    membership = Membership.objects.filter(team=collection.owner_team, role=Role.ADMIN).order_by("pk").first()
+    if membership is None:
+        raise ValidationError(_("The collection has no owner or team admin to evaluate as."))
+    return membership.user
