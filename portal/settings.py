@@ -231,6 +231,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TeamRoleEnum": "knowledge.models.teams.Role",
         "MessageRoleEnum": "assistant.models.Message.Role",
+        "EvaluationStatusEnum": "quality.models.EvaluationRun.Status",
     },
 }
 
