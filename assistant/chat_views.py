@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from assistant import hooks
 from assistant.access import access_conversation
 from assistant.answering.answer import CITATION
 from assistant.models import Conversation, Message
@@ -33,6 +34,18 @@ class Turn:
     message: Message
     html: SafeString
     error: str
+    # The user's own feedback on an answer (quality registers it: assistant/hooks.py).
+    feedback: dict[str, Any] | None = None
+
+    @property
+    def rateable(self) -> bool:
+        """A finished answer takes a thumbs up or down; one that stopped early does not."""
+        return self.message.role == Message.Role.ASSISTANT and not self.message.error and hooks.feedback_enabled()
+
+    @property
+    def searched_ids(self) -> str:
+        """The ids of the collections the answer searched, for the correction's document list."""
+        return ",".join(str(collection["id"]) for collection in self.message.searched if "id" in collection)
 
     @property
     def searched(self) -> str:
@@ -45,7 +58,10 @@ class Turn:
 @require_GET
 def chat(request: AuthedRequest, conversation_id: int | None = None) -> HttpResponse:
     conversation = access_conversation(request.user, conversation_id) if conversation_id else None
-    turns = [_turn(message) for message in _messages(conversation)] if conversation else []
+    stored = _messages(conversation) if conversation else []
+    answers = [message.pk for message in stored if message.role == Message.Role.ASSISTANT]
+    given = hooks.answer_feedback(request.user, answers)
+    turns = [_turn(message, given.get(message.pk)) for message in stored]
     checked = set(conversation.collections.values_list("pk", flat=True)) if conversation else set()
     context = {
         "conversation": conversation,
@@ -55,6 +71,7 @@ def chat(request: AuthedRequest, conversation_id: int | None = None) -> HttpResp
         "turns": turns,
         "citations": {str(turn.message.pk): turn.message.citations for turn in turns},
         "strings": _strings(),
+        "feedback_enabled": hooks.feedback_enabled(),
     }
     return render(request, "assistant/chat.html", context)
 
@@ -87,8 +104,8 @@ def _messages(conversation: Conversation) -> list[Message]:
     return stored
 
 
-def _turn(message: Message) -> Turn:
-    return Turn(message=message, html=linked(message.content), error=_readable_error(message.error))
+def _turn(message: Message, feedback: dict[str, Any] | None = None) -> Turn:
+    return Turn(message=message, html=linked(message.content), error=_readable_error(message.error), feedback=feedback)
 
 
 def linked(text: str) -> SafeString:
@@ -148,4 +165,12 @@ def _strings() -> dict[str, Any]:
         "not_cited": _("The answer did not use source %(n)d."),
         "no_picture": _("No picture of this page."),
         "inferred": _("used without a citation mark"),
+        "feedback_saved": _("Thank you: your feedback is saved."),
+        "feedback_removed": _("Your feedback is removed."),
+        "feedback_failed": _("Your feedback could not be saved: %(error)s"),
+        "feedback_rate_first": _("Choose thumbs up or down first."),
+        "feedback_cited": _("Cited in this answer"),
+        "feedback_no_document": _("No document"),
+        "feedback_loading": _("Loading the documents…"),
+        "feedback_pages": _("%(name)s (%(count)d pages)"),
     }

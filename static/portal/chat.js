@@ -120,6 +120,7 @@ const handlers = {
       const current = document.querySelector("#conversation-list li.current");
       if (current) current.parentElement.prepend(current);
     }
+    turn.dataset.collections = (event.collections ?? []).map((collection) => collection.id).join(",");
     const searched = turn.querySelector(".searched");
     const names = (event.collections ?? []).map((collection) => collection.name);
     searched.textContent = names.length ? format(strings.searched, { collections: names.join(", ") }) : strings.searched_none;
@@ -201,6 +202,10 @@ const handlers = {
   },
   done(turn, event) {
     finishTurn(turn, { status: event.cancelled ? strings.cancelled : "" });
+    // A finished answer is stored: it can be rated now (one cancelled halfway cannot).
+    turn.dataset.message = String(event.message);
+    const feedback = turn.querySelector(".feedback");
+    if (feedback) show(feedback, !event.cancelled);
   },
   error(turn, event) {
     finishTurn(turn, { error: event.message });
@@ -461,6 +466,179 @@ dialog.addEventListener("close", () => {
   opener?.focus();
 });
 
+// -- feedback on an answer: thumbs, a comment or a correction (/api/messages/<id>/feedback/) --
+
+async function callApi(method, url, body) {
+  const headers = { Accept: "application/json", "X-CSRFToken": root.dataset.csrf };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(url, {
+    method,
+    credentials: "same-origin",
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = response.status === 204 ? null : await response.json().catch(() => null);
+  if (!response.ok) throw new Error(readableError(data, response));
+  return data;
+}
+
+// DRF's errors: {"detail": "..."} or {"field": ["...", ...], ...}, as one line a person reads.
+function readableError(data, response) {
+  if (!data || typeof data !== "object") return `${response.status} ${response.statusText}`;
+  return Object.values(data)
+    .flat()
+    .map((message) => String(message))
+    .join(" ");
+}
+
+function feedbackUrl(turn) {
+  return `/api/messages/${turn.dataset.message}/feedback/`;
+}
+
+function showRating(box, rating) {
+  box.dataset.rating = rating ?? "";
+  for (const button of box.querySelectorAll("button.rate")) {
+    button.setAttribute("aria-pressed", String(button.dataset.rating === rating));
+  }
+  show(box.querySelector(".withdraw"), Boolean(rating));
+}
+
+function feedbackStatus(box, text, error = "") {
+  box.querySelector(".feedback-status").textContent = text;
+  const alert = box.querySelector(".feedback-error");
+  alert.textContent = error;
+  show(alert, Boolean(error));
+}
+
+function showSaved(box, saved) {
+  showRating(box, saved.rating);
+  const form = box.querySelector(".feedback-form");
+  form.elements.comment.value = saved.comment ?? "";
+  form.elements.correct_answer.value = saved.correct_answer ?? "";
+  const select = form.elements.correct_document;
+  const chosen = saved.correct_document ? String(saved.correct_document) : "";
+  if (chosen && ![...select.options].some((option) => option.value === chosen)) {
+    select.append(new Option(saved.correct_document_name ?? chosen, chosen));
+  }
+  select.value = chosen;
+  form.elements.correct_page.value = saved.correct_page ?? "";
+  feedbackStatus(box, strings.feedback_saved);
+}
+
+async function rate(button) {
+  const turn = button.closest(".answer-turn");
+  const box = button.closest(".feedback");
+  if (!turn.dataset.message || box.dataset.rating === button.dataset.rating) return;
+  try {
+    // Feedback already given keeps its comment and correction; new feedback is the rating.
+    const saved = box.dataset.rating
+      ? await callApi("PATCH", feedbackUrl(turn), { rating: button.dataset.rating })
+      : await callApi("PUT", feedbackUrl(turn), { rating: button.dataset.rating });
+    showSaved(box, saved);
+  } catch (failure) {
+    feedbackStatus(box, "", format(strings.feedback_failed, { error: failure.message }));
+  }
+}
+
+async function saveFeedback(form) {
+  const turn = form.closest(".answer-turn");
+  const box = form.closest(".feedback");
+  if (!box.dataset.rating) {
+    feedbackStatus(box, "", strings.feedback_rate_first);
+    box.querySelector("button.rate").focus();
+    return;
+  }
+  const documentId = form.elements.correct_document.value;
+  const page = form.elements.correct_page.value;
+  const body = {
+    rating: box.dataset.rating,
+    comment: form.elements.comment.value,
+    correct_answer: form.elements.correct_answer.value,
+    correct_document: documentId ? Number(documentId) : null,
+    correct_page: page ? Number(page) : null,
+  };
+  try {
+    showSaved(box, await callApi("PUT", feedbackUrl(turn), body));
+  } catch (failure) {
+    feedbackStatus(box, "", format(strings.feedback_failed, { error: failure.message }));
+  }
+}
+
+async function withdrawFeedback(button) {
+  const turn = button.closest(".answer-turn");
+  const box = button.closest(".feedback");
+  try {
+    await callApi("DELETE", feedbackUrl(turn));
+    // Emptied, not reset(): a reset brings back what the page was rendered with.
+    const form = box.querySelector(".feedback-form");
+    for (const name of ["comment", "correct_answer", "correct_document", "correct_page"]) form.elements[name].value = "";
+    showRating(box, "");
+    feedbackStatus(box, strings.feedback_removed);
+  } catch (failure) {
+    feedbackStatus(box, "", format(strings.feedback_failed, { error: failure.message }));
+  }
+}
+
+// The right document's choices, read when the form first opens: the documents this answer
+// cited first, then those of every collection it searched.
+async function loadDocuments(details) {
+  if (details.dataset.loaded) return;
+  details.dataset.loaded = "1";
+  const turn = details.closest(".answer-turn");
+  const select = details.querySelector("select[name=correct_document]");
+  const chosen = select.value;
+  const { citations } = citationsOf(turn);
+  const cited = new Map();
+  for (const item of citations) if (item.document_id) cited.set(String(item.document_id), item.file);
+  const groups = [];
+  if (cited.size) {
+    const group = document.createElement("optgroup");
+    group.label = strings.feedback_cited;
+    for (const [id, file] of cited) group.append(new Option(file, id));
+    groups.push(group);
+  }
+  const ids = (turn.dataset.collections ?? "").split(",").filter(Boolean);
+  const box = details.closest(".feedback");
+  feedbackStatus(box, strings.feedback_loading);
+  try {
+    for (const id of ids) {
+      const listing = await callApi("GET", `/api/collections/${id}/documents/?limit=500`);
+      const others = listing.results.filter((item) => !cited.has(String(item.id)));
+      if (!others.length) continue;
+      const group = document.createElement("optgroup");
+      // The collection's name as the composer lists it (every collection the user can see).
+      const choice = composer.querySelector(`input[name=collections][value="${id}"]`);
+      group.label = choice?.parentElement.textContent.trim() ?? "";
+      for (const item of others) {
+        const label = item.page_count ? format(strings.feedback_pages, { name: item.name, count: item.page_count }) : item.name;
+        group.append(new Option(label, String(item.id)));
+      }
+      groups.push(group);
+    }
+    feedbackStatus(box, "");
+  } catch (failure) {
+    feedbackStatus(box, "", failure.message);
+  }
+  const none = new Option(strings.feedback_no_document, "");
+  const keep = chosen && !groups.some((group) => [...group.children].some((option) => option.value === chosen));
+  select.replaceChildren(none, ...(keep ? [new Option(select.selectedOptions[0]?.text ?? chosen, chosen)] : []), ...groups);
+  select.value = chosen;
+}
+
+document.addEventListener(
+  "toggle",
+  (event) => {
+    if (event.target.matches?.(".feedback details.correction") && event.target.open) loadDocuments(event.target);
+  },
+  true,
+);
+
+document.addEventListener("submit", (event) => {
+  if (!event.target.classList.contains("feedback-form")) return;
+  event.preventDefault();
+  saveFeedback(event.target);
+});
+
 // -- copy, delete ---------------------------------------------------------------------------
 
 async function copy(button) {
@@ -484,6 +662,8 @@ document.addEventListener("click", (event) => {
   if (!target) return;
   if (target.classList.contains("citation-link")) openSource(target);
   else if (target.classList.contains("copy")) copy(target);
+  else if (target.classList.contains("rate")) rate(target);
+  else if (target.classList.contains("withdraw")) withdrawFeedback(target);
 });
 
 const confirmDialog = document.getElementById("confirm-dialog");
