@@ -94,6 +94,17 @@ PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "collection-quality-plot": ({"collection_id": "collection"}, Access.READ),
     "collection-evaluate": ({"collection_id": "collection"}, Access.MANAGE),
     "collection-flip-anyway": ({"collection_id": "collection", "number": "held_number"}, Access.MANAGE),
+    "collection-feedback": ({"collection_id": "collection"}, Access.MANAGE),
+    "my-feedback": ({}, Access.OWN),
+    "collection-golden": ({"collection_id": "collection"}, Access.READ),  # POST adds: manage
+    "collection-golden-import": ({"collection_id": "collection"}, Access.MANAGE),
+    "collection-golden-export": ({"collection_id": "collection"}, Access.MANAGE),
+    "golden-edit": ({"collection_id": "collection", "golden_id": "golden"}, Access.MANAGE),
+    "golden-delete": ({"collection_id": "collection", "golden_id": "golden"}, Access.MANAGE),
+    # alice's feedback on her private collection: the test is made in a collection she manages
+    "feedback-to-golden": ({"feedback_id": "feedback"}, Access.OWN),
+    "collection-analytics": ({"collection_id": "collection"}, Access.MANAGE),
+    "team-analytics": ({"team_id": "team"}, Access.MANAGE),
 }
 API: dict[str, tuple[dict[str, str], Access]] = {
     "api-root": ({}, Access.OWN),
@@ -139,6 +150,17 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     "audit-list": ({}, Access.OWN),
     "collection-evaluation-list": ({"collection_id": "collection"}, Access.READ),
     "collection-evaluation-detail": ({"collection_id": "collection", "pk": "evaluation"}, Access.READ),
+    # alice's feedback on her answer (in her private collection): hers to give, change and withdraw
+    "message-feedback": ({"message_id": "message"}, Access.OWN),
+    "feedback-list": ({}, Access.OWN),
+    "feedback-detail": ({"pk": "feedback"}, Access.OWN),
+    "collection-golden-list": ({"collection_id": "collection"}, Access.READ),  # POST adds: manage
+    "collection-golden-detail": ({"collection_id": "collection", "pk": "golden"}, Access.READ),  # writes: manage
+    "collection-golden-import-api": ({"collection_id": "collection"}, Access.MANAGE),
+    "collection-golden-export-api": ({"collection_id": "collection"}, Access.MANAGE),
+    "feedback-golden": ({"pk": "feedback"}, Access.OWN),
+    "collection-analytics-api": ({"collection_id": "collection"}, Access.MANAGE),
+    "team-analytics-api": ({"team_id": "team"}, Access.MANAGE),
 }
 ROUTES = {**PAGES, **API}
 WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}

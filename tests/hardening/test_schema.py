@@ -58,6 +58,7 @@ from assistant.models import Conversation, Message
 from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Document, IndexVersion, Membership, Page, PageImage, Role
+from quality.models import Feedback, GoldenQuestion
 from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import make_user
 from tests.ingestion.files import handbook_pdf
@@ -144,6 +145,16 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
     invitations = [actions.do_invite(guild, alice.email, Role.VIEWER, erin).pk]
     invitations.append(actions.do_invite(actions.do_create_team(erin, "Guild 2"), alice.email, Role.VIEWER, erin).pk)
     team_invitations = [actions.do_invite(team, f"{name}@example.com", Role.VIEWER, alice).pk for name in "xy"]
+    golden = GoldenQuestion.objects.create(
+        collection=private_collection, key="g-1", question="What are the hotel caps?", lang="en",
+        gold=[{"file": "handbook.pdf", "page": 1}],
+    )  # fmt: skip
+    answer = Message.objects.create(conversation=conversation, role="assistant", content="Capped by city tier.")
+    feedback = Feedback.objects.create(
+        message=answer, user=alice, rating="down", question="What are the hotel caps?", correct_document=document,
+        correct_page=1,
+    )  # fmt: skip
+    feedback.collections.add(private_collection)
     return {
         "collection": [private_collection.pk, team_collection.pk],
         "document": [document.pk],
@@ -157,11 +168,21 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
         "token": [spare.pk],
         "invitation": invitations,
         "team_invitation": team_invitations,
+        "golden": [golden.pk],
+        "feedback": [feedback.pk],
+        "message": [answer.pk],
     }
 
 
 # Path parameter -> the kind of object it names; `id` by the path's first segment.
-KINDS = {"collection_id": "collection", "team_pk": "team", "number": "version", "sha256": "image"}
+KINDS = {
+    "collection_id": "collection",
+    "team_pk": "team",
+    "team_id": "team",
+    "number": "version",
+    "sha256": "image",
+    "message_id": "message",
+}
 RESOURCES = {
     "collections": "collection",
     "documents": "document",
@@ -171,6 +192,7 @@ RESOURCES = {
     "memories": "memory",
     "tokens": "token",
     "invitations": "invitation",
+    "feedback": "feedback",
 }
 
 
@@ -179,6 +201,8 @@ def kind_of(path: str, name: str) -> str:
         return KINDS[name]
     if "/members/" in path:
         return "membership"
+    if "/golden-questions/" in path:
+        return "golden"
     return (
         "team_invitation"
         if "/invitations/" in path and path.startswith("/api/teams/")
