@@ -46,7 +46,7 @@ function handle(event) {
   } else if (event.type === "document.failed") {
     if (row) row.failed(say("failed", { error: event.error }));
     refreshSoon();
-  } else if (event.type === "document.deleted" || event.type === "index.flipped") {
+  } else if (event.type === "document.deleted" || event.type === "index.flipped" || event.type === "index.held") {
     refreshSoon();
   }
 }
