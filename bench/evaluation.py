@@ -47,9 +47,10 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from ingestion import pipeline  # noqa: E402
 from ingestion.actions import do_sync_folder  # noqa: E402
 from ingestion.models import IngestionRun  # noqa: E402
+from ingestion.runs import new_ingest_run  # noqa: E402
 from ingestion.versions import start_reindex  # noqa: E402
 from knowledge import actions  # noqa: E402
-from knowledge.models import Collection, IndexVersion  # noqa: E402
+from knowledge.models import Collection, Document, IndexVersion  # noqa: E402
 from portal.supervisor import EVALUATION_QUEUE, worker_command  # noqa: E402
 from providers import registry  # noqa: E402
 from quality import runs  # noqa: E402
@@ -115,6 +116,11 @@ def corpus(lines: list[dict[str, Any]]) -> Collection:
             shutil.copy2(here[name], Path(folder) / name)
         started = time.perf_counter()
         synced = do_sync_folder(collection, Path(folder), inline=True)
+        # A document whose indexing an earlier run of this bench left unfinished: again, here.
+        for document in Document.objects.filter(collection=collection).exclude(status=Document.Status.READY):
+            run = new_ingest_run(document, enqueue=False)
+            if pipeline.claim(run):
+                pipeline.ingest_document(run, registry.text_embedder())
         print(f"Corpus: {len(wanted)} files, {synced.counts} in {time.perf_counter() - started:.0f} s")
     return collection
 
