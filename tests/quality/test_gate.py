@@ -28,7 +28,7 @@ TEXT = {
 
 @pytest.fixture(autouse=True)
 def evaluations_run_here(monkeypatch):
-    monkeypatch.setattr(runs, "_enqueue", lambda run_id: evaluate_version.apply(args=[run_id]))
+    monkeypatch.setattr(runs, "_enqueue", lambda run_id: evaluate_version.apply(args=(run_id,)))
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def public_lines() -> list[str]:
     return lines
 
 
-def wait_until(check, timeout: float, what: str):  # type: ignore[no-untyped-def]
+def wait_until(check, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = check()
@@ -83,7 +83,7 @@ def test_feedback_becomes_a_test_and_reindexes_are_gated(client, api, alice, liv
         shutil.copy2(next(EVAL.glob(f"files/*/{name}")), folder / name)
     do_sync_folder(collection, folder, inline=True)  # the first version, indexed here
     collection.refresh_from_db()
-    first = IndexVersion.objects.get(pk=collection.active_version_id)
+    first = IndexVersion.objects.get(pk=collection.active_version_id or 0)
     token_for(api, alice)
     client.force_login(alice)
 
