@@ -38,7 +38,9 @@ def team_analytics(request: AuthedRequest, team_id: int) -> HttpResponse:
 
 
 def _respond(request: AuthedRequest, ids: list[int], title: str, context: dict[str, Any]) -> HttpResponse:
-    form = analytics.PeriodForm(request.GET)
+    query = request.GET.copy()
+    query.setdefault("days", str(analytics.DEFAULT_DAYS))  # the select shows the period shown
+    form = analytics.PeriodForm(query)
     export = request.GET.get("export")
     errors = [] if export in (None, "csv") else [_("The only export is “csv”.")]
     if not form.is_valid() or errors:

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
@@ -19,6 +18,7 @@ from django.views.decorators.http import require_POST, require_safe
 from assistant.retrieval.evaluation import METRICS
 from ingestion.actions import do_activate_version
 from knowledge.access import access_collection, collection_role
+from knowledge.feedback import report
 from knowledge.models import IndexVersion, Role
 from portal.typing import AuthedRequest
 from quality import evaluation, runs
@@ -97,15 +97,12 @@ def evaluate(request: AuthedRequest, collection_id: int) -> HttpResponse:
             for error in errors:
                 messages.error(request, str(error))
         return redirect("collection-quality", collection.pk)
-    try:
-        runs.start_run(
-            collection, form.cleaned_data["version"], user=request.user, answers=form.cleaned_data["answers"]
-        )
-    except ValidationError as exc:
-        for message in exc.messages:
-            messages.error(request, message)
-    else:
-        messages.success(request, _("Evaluation queued: its progress shows below."))
+    version, answers = form.cleaned_data["version"], form.cleaned_data["answers"]
+    report(
+        request,
+        lambda: runs.start_run(collection, version, user=request.user, answers=answers),
+        _("Evaluation queued: its progress shows below."),
+    )
     return redirect("collection-quality", collection.pk)
 
 
@@ -116,13 +113,8 @@ def flip_anyway(request: AuthedRequest, collection_id: int, number: int) -> Http
     version = IndexVersion.objects.filter(collection=collection, number=number, status=IndexVersion.Status.HELD).first()
     if version is None:
         raise Http404(_("No version with that number is held back."))
-    try:
-        do_activate_version(version)
-    except ValidationError as exc:
-        for message in exc.messages:
-            messages.error(request, message)
-    else:
-        messages.success(request, _("Version %(number)s now answers questions.") % {"number": version.number})
+    success = _("Version %(number)s now answers questions.") % {"number": version.number}
+    report(request, lambda: do_activate_version(version), success)
     return redirect("collection-quality", collection.pk)
 
 

@@ -5,6 +5,10 @@
 const page = document.getElementById("quality-page");
 const collectionId = page.dataset.collection;
 const ENDED = new Set(["succeeded", "failed"]);
+// A form being sent (evaluate, flip anyway) brings its own page with its message: a reload
+// for an event its action caused would race it and lose the message.
+let leaving = false;
+document.addEventListener("submit", () => { leaving = true; });
 
 function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -16,6 +20,7 @@ function connect() {
 }
 
 function handle(event) {
+  if (leaving) return;
   if (event.type === "index.flipped" || event.type === "index.held") {
     location.reload();
     return;
