@@ -126,7 +126,8 @@ def corpus(lines: list[dict[str, Any]]) -> Collection:
         started = time.perf_counter()
         synced = do_sync_folder(collection, Path(folder), inline=True)
         # A document whose indexing an earlier run of this bench left unfinished: again, here.
-        for document in Document.objects.filter(collection=collection).exclude(status=Document.Status.READY):
+        unfinished = Document.objects.filter(collection=collection, name__in=wanted)
+        for document in unfinished.exclude(status=Document.Status.READY):
             run = new_ingest_run(document, enqueue=False)
             if pipeline.claim(run):
                 pipeline.ingest_document(run, registry.text_embedder())
