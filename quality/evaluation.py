@@ -25,6 +25,7 @@ from assistant.retrieval.scope import PINNED, Scope
 from assistant.retrieval.search import search
 from knowledge.models import Collection, Document, IndexVersion
 from portal.typing import AnyUser
+from providers.base import ChatModel
 from quality.models import GoldenQuestion
 
 DEPTH = 10  # hits per question: MRR's cut-off and nDCG@10's depth
@@ -92,10 +93,16 @@ def retrieval(
 
 
 def answers(
-    user: AnyUser, version: IndexVersion, questions: Sequence[Question], progress: Progress | None = None
+    user: AnyUser,
+    version: IndexVersion,
+    questions: Sequence[Question],
+    progress: Progress | None = None,
+    *,
+    model: ChatModel | None = None,
 ) -> dict[str, Any]:
-    """Ask every question through the answer pipeline, reading `version`, as `user`; memory
-    off, and the conversations made for it deleted afterwards (they are nobody's chat)."""
+    """Ask every question through the answer pipeline, reading `version`, as `user` (with
+    `model`, else the configured chat model); memory off, and the conversations made for it
+    deleted afterwards (they are nobody's chat)."""
     scope = pinned(version)
     rows: list[dict[str, float | None]] = []
     seconds: list[float] = []
@@ -111,7 +118,7 @@ def answers(
                 conversation_id=conversation.pk if conversation else None,
             )
             try:
-                result = answering.collect(answering.answer_events(replace(session, scope=scope)))
+                result = answering.collect(answering.answer_events(replace(session, scope=scope), model=model))
             finally:
                 Conversation.objects.filter(pk=session.conversation.pk).delete()
             result["citations"] = [{**c, "page": _page(c, question)} for c in result["citations"]]

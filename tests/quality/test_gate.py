@@ -147,3 +147,24 @@ def test_a_stale_question_is_left_out_and_counted(indexed, django_capture_on_com
     assert run.stale == 1
     assert run.summary["stale"] == ["gone"]
     assert run.summary["version"]["overall"]["n"] == 2
+
+
+def test_answers_are_scored_on_demand_and_leave_no_conversation(alice, indexed):
+    from assistant.models import Conversation
+    from tests.assistant.test_answering import ScriptedChat
+
+    with_golden(indexed)
+    GoldenQuestion.objects.create(
+        collection=indexed, key="none", question="What is the canteen's menu?", lang="en", kind="unanswerable"
+    )
+    found = evaluation.questions_of(indexed)
+    version = IndexVersion.objects.get(pk=indexed.active_version_id)
+    chat = ScriptedChat(answer=lambda prompt: "Up to 400 euros a night in Paris [1].")
+    scored = evaluation.answers(alice, version, found.usable, model=chat)
+    overall = scored["summary"]["overall"]
+    assert overall["n"] == 3
+    assert overall["cite@5"] == 1.0  # the answerable two cite their gold page (any page of laptops.md)
+    assert overall["abstain_false"] == 0.0
+    assert overall["abstain_correct"] == 0.0  # the scripted model answered the unanswerable one too
+    assert [row["id"] for row in scored["per_question"]] == ["hotel", "laptop", "none"]
+    assert not Conversation.objects.filter(user=alice).exists()
