@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -73,11 +75,15 @@ def _steps(found: evaluation.Questions, answers: bool, *, gate: bool) -> int:
 
 
 def claim(run: EvaluationRun) -> bool:
-    """Queued → running, by one worker only."""
+    """Queued → running, by one worker only. A run still marked running whose heartbeat is
+    older than PORTAL_RUN_STALE_MINUTES lost its worker (killed mid-run: the broker hands the
+    unacknowledged task to another), and is started again from its first question."""
     now = timezone.now()
+    stale = now - timedelta(minutes=settings.RUN_STALE_MINUTES)
+    claimable = Q(status=EvaluationRun.Status.QUEUED) | Q(status=EvaluationRun.Status.RUNNING, heartbeat_at__lt=stale)
     return bool(
-        EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.QUEUED).update(
-            status=EvaluationRun.Status.RUNNING, started_at=now, heartbeat_at=now
+        EvaluationRun.objects.filter(claimable, pk=run.pk).update(
+            status=EvaluationRun.Status.RUNNING, started_at=now, heartbeat_at=now, done=0
         )
     )
 

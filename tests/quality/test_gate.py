@@ -168,3 +168,20 @@ def test_answers_are_scored_on_demand_and_leave_no_conversation(alice, indexed):
     assert overall["abstain_correct"] == 0.0  # the scripted model answered the unanswerable one too
     assert [row["id"] for row in scored["per_question"]] == ["hotel", "laptop", "none"]
     assert not Conversation.objects.filter(user=alice).exists()
+
+
+def test_a_run_whose_worker_died_is_claimed_again(indexed, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.RUN_STALE_MINUTES = 10
+    version = IndexVersion.objects.get(pk=indexed.active_version_id)
+    run = EvaluationRun.objects.create(collection=indexed, version=version, version_number=version.number)
+    assert runs.claim(run)
+    assert not runs.claim(run)  # running, alive: another worker's
+    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=11), done=7)
+    assert runs.claim(run)  # no sign of life for longer than allowed: started again
+    run.refresh_from_db()
+    assert run.status == "running"
+    assert run.done == 0
