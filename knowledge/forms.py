@@ -115,7 +115,7 @@ class CollectionSettingsForm(forms.Form):
     def settings(self, current: dict[str, Any]) -> dict[str, Any]:
         """The collection's settings with this form's values; other keys are kept."""
         data = self.cleaned_data
-        return {
+        updated = {
             **current,
             "chunk_size": data["chunk_size"],
             "chunk_overlap": data["chunk_overlap"],
@@ -123,3 +123,6 @@ class CollectionSettingsForm(forms.Form):
             "weights": data["weights"],
             "gate_points": data["gate_points"],
         }
+        if updated["gate_points"] is None:  # empty: the portal's default (PORTAL_GATE_POINTS)
+            del updated["gate_points"]
+        return updated

@@ -57,8 +57,8 @@ from assistant.memory.service import memories
 from assistant.models import Conversation, Message
 from ingestion.actions import do_add_document
 from knowledge import actions
-from knowledge.models import Document, IndexVersion, Membership, Page, PageImage, Role
-from quality.models import Feedback, GoldenQuestion
+from knowledge.models import Collection, Document, IndexVersion, Membership, Page, PageImage, Role
+from quality.models import EvaluationRun, Feedback, GoldenQuestion
 from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import make_user
 from tests.ingestion.files import handbook_pdf
@@ -155,6 +155,10 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
         correct_page=1,
     )  # fmt: skip
     feedback.collections.add(private_collection)
+    version = IndexVersion.objects.get(pk=Collection.objects.get(pk=private_collection.pk).active_version_id)
+    evaluation = EvaluationRun.objects.create(
+        collection=private_collection, version=version, version_number=version.number, status="succeeded"
+    )
     return {
         "collection": [private_collection.pk, team_collection.pk],
         "document": [document.pk],
@@ -171,6 +175,7 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
         "golden": [golden.pk],
         "feedback": [feedback.pk],
         "message": [answer.pk],
+        "evaluation": [evaluation.pk],
     }
 
 
@@ -203,6 +208,8 @@ def kind_of(path: str, name: str) -> str:
         return "membership"
     if "/golden-questions/" in path:
         return "golden"
+    if "/evaluations/" in path:
+        return "evaluation"
     return (
         "team_invitation"
         if "/invitations/" in path and path.startswith("/api/teams/")

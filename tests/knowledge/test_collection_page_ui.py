@@ -168,6 +168,13 @@ def test_it_saves_settings_and_keeps_other_keys(client, alice, private_collectio
     html = page_of(client, private_collection)
     assert "chat-logs/ 0.3" in html
     assert 'value="600"' in html
+    # The evaluation gate's allowance: kept when given, the portal's default when emptied.
+    assert client.post(url, {**data, "gate_points": "5"}).status_code == 302
+    private_collection.refresh_from_db()
+    assert private_collection.settings["gate_points"] == 5.0
+    assert client.post(url, {**data, "gate_points": ""}).status_code == 302
+    private_collection.refresh_from_db()
+    assert "gate_points" not in private_collection.settings
 
 
 def test_it_explains_bad_settings(client, alice, private_collection):
