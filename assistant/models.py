@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.conf import settings as conf
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -37,6 +39,19 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or str(_("Conversation {id}").format(id=self.pk))
+
+    @classmethod
+    def with_history(
+        cls, user: AnyUser, collection: Collection, title: str, history: Sequence[tuple[str, str]]
+    ) -> Conversation:
+        """A conversation of `user` over `collection` holding these (role, content) turns, as
+        if the user had asked them: where an evaluation asks a follow-up question."""
+        conversation = cls.objects.create(user=user, title=title[:80])
+        conversation.collections.add(collection)
+        Message.objects.bulk_create(
+            Message(conversation=conversation, role=role, content=content) for role, content in history
+        )
+        return conversation
 
 
 class Message(models.Model):

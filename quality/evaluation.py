@@ -19,7 +19,7 @@ from django.test.utils import override_settings
 
 from assistant.answering import pipeline as answering
 from assistant.answering.evaluation import answer_scores, answer_summary
-from assistant.models import Conversation, Message
+from assistant.models import Conversation
 from assistant.retrieval.evaluation import PageKey, Question, by_slice, first_rank, mean_scores, scores
 from assistant.retrieval.scope import PINNED, Scope
 from assistant.retrieval.search import search
@@ -110,7 +110,11 @@ def answers(
     with override_settings(MEMORY_ENABLED=False):
         for number, question in enumerate(questions, start=1):
             started = time.perf_counter()
-            conversation = _conversation(user, version.collection, question) if question.history else None
+            conversation = (
+                Conversation.with_history(user, version.collection, question.question, question.history)
+                if question.history
+                else None
+            )
             session = answering.start(
                 user,
                 question.question,
@@ -134,15 +138,6 @@ def answers(
 def _page(citation: dict[str, Any], question: Question) -> int:
     """A citation's page, or ANY_PAGE where the question's gold takes any page of its file."""
     return ANY_PAGE if (citation["file"], ANY_PAGE) in question.gold else int(citation["page"])
-
-
-def _conversation(user: AnyUser, collection: Collection, question: Question) -> Conversation:
-    conversation = Conversation.objects.create(user=user, title=question.question[:80])  # type: ignore[misc]
-    conversation.collections.add(collection)
-    Message.objects.bulk_create(
-        Message(conversation=conversation, role=role, content=content) for role, content in question.history
-    )
-    return conversation
 
 
 def drops(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, float]:

@@ -21,7 +21,7 @@ from audit.log import record
 from audit.models import Action
 from ingestion import versions
 from knowledge.events import send_collection_event, send_collection_event_on_commit
-from knowledge.models import Collection, IndexVersion, Membership, Role
+from knowledge.models import Collection, IndexVersion
 from portal.models import User
 from quality import evaluation
 from quality.models import EvaluationRun
@@ -217,9 +217,7 @@ def _send(run: EvaluationRun) -> None:
 def searcher(collection: Collection) -> User:
     """Whom an evaluation that nobody asked for (the gate) searches as: the owner, or the
     team's first admin. The scope is pinned to the version, so this names the user only."""
-    if collection.owner_user is not None:
-        return collection.owner_user
-    membership = Membership.objects.filter(team=collection.owner_team, role=Role.ADMIN).order_by("pk").first()
-    if membership is None:
+    found = collection.first_admin()
+    if found is None:
         raise ValidationError(_("The collection has no owner or team admin to evaluate as."))
-    return membership.user
+    return found

@@ -11,6 +11,7 @@ from audit.log import Where
 from knowledge.models.teams import Membership, Role, Team
 
 if TYPE_CHECKING:
+    from portal.models import User
     from portal.typing import AnyUser
 
 
@@ -115,6 +116,15 @@ class Collection(models.Model):
         if self.owner_team_id is None:
             return [self.owner_user_id] if self.owner_user_id is not None else []
         return list(Membership.objects.filter(team_id=self.owner_team_id).values_list("user_id", flat=True))
+
+    def first_admin(self) -> User | None:
+        """Who stands for the collection where nobody asked: its owner, or its team's first
+        admin (None for a team without one)."""
+        if self.owner_user_id is not None:
+            return self.owner_user
+        admin = Membership.objects.filter(team=self.owner_team, role=Role.ADMIN).select_related("user")
+        membership = admin.order_by("pk").first()
+        return membership.user if membership else None
 
     @property
     def owner_label(self) -> str:

@@ -155,7 +155,7 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
         correct_page=1,
     )  # fmt: skip
     feedback.collections.add(private_collection)
-    version = IndexVersion.objects.get(pk=Collection.objects.get(pk=private_collection.pk).active_version_id)
+    version = IndexVersion.objects.get(pk=Collection.objects.get(pk=private_collection.pk).active_version_id or 0)
     evaluation = EvaluationRun.objects.create(
         collection=private_collection, version=version, version_number=version.number, status="succeeded"
     )

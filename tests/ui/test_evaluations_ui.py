@@ -18,7 +18,7 @@ def overall(hit1: float, hit5: float, mrr: float) -> dict[str, dict[str, float]]
     return {"overall": {"hit@1": hit1, "hit@3": hit5, "hit@5": hit5, "mrr": mrr, "ndcg@10": mrr, "n": 20.0}}
 
 
-def versions(collection) -> tuple[IndexVersion, IndexVersion]:  # type: ignore[no-untyped-def]
+def versions(collection) -> tuple[IndexVersion, IndexVersion]:
     make = IndexVersion.objects.create
     active = make(collection=collection, number=1, embedder_id="e", dims=4, config_hash="", status="active")
     held = make(collection=collection, number=2, embedder_id="e", dims=4, config_hash="", status="held")

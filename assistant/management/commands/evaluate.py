@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from assistant.answering import pipeline as answering
 from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer_summary
-from assistant.models import Conversation, Message
+from assistant.models import Conversation
 from assistant.retrieval.evaluation import (
     METRICS,
     PageKey,
@@ -59,7 +59,7 @@ from assistant.retrieval.evaluation import (
 from assistant.retrieval.search import search
 from assistant.retrieval.types import CHANNELS, Channel
 from knowledge import actions
-from knowledge.models import Collection, Document, Membership, Role
+from knowledge.models import Collection, Document
 from portal.models import User
 from providers import registry
 
@@ -299,12 +299,7 @@ def _row_line(row: dict[str, float | None]) -> str:
 
 def conversation_for(user: User, target: Collection, question: Question) -> Conversation:
     """A conversation holding the question's history, as if the user had asked it here."""
-    conversation = Conversation.objects.create(user=user, title=question.history[0][1][:80])
-    conversation.collections.add(target)
-    Message.objects.bulk_create(
-        Message(conversation=conversation, role=role, content=content) for role, content in question.history
-    )
-    return conversation
+    return Conversation.with_history(user, target, question.history[0][1], question.history)
 
 
 def ci_files(folder: Path) -> set[str]:
@@ -451,14 +446,10 @@ def find_user(name: str) -> User:
 
 def default_user(target: Collection) -> User:
     """The collection's owner, or for a team's collection the team's first admin."""
-    if target.owner_user is not None:
-        return target.owner_user
-    membership = (
-        Membership.objects.filter(team=target.owner_team, role=Role.ADMIN).select_related("user").order_by("pk").first()
-    )
-    if membership is None:
+    found = target.first_admin()
+    if found is None:
         raise CommandError(f"Collection {target.pk} has no owner or team admin to search as: give --user.")
-    return membership.user
+    return found
 
 
 def first_superuser() -> User:
