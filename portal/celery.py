@@ -16,12 +16,14 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 app.conf.task_routes = {
     "ingestion.*": {"queue": "ingest"},
+    "sources.*": {"queue": "ingest"},
     "assistant.remember_turn": {"queue": "memory"},
     "quality.*": {"queue": "evaluation"},
 }
 app.conf.beat_schedule = {
     "worker-heartbeat": {"task": "portal.tasks.heartbeat", "schedule": 30.0},
     "requeue-stale-runs": {"task": "ingestion.requeue_stale_runs", "schedule": 60.0},
+    "sources-due": {"task": "sources.sync_due", "schedule": 60.0},
     "reindex-outdated": {"task": "ingestion.reindex_outdated", "schedule": 300.0},
     # Audit entries older than PORTAL_AUDIT_DAYS go, once a day.
     "prune-audit-log": {"task": "audit.prune", "schedule": 86400.0},

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "ingestion",
     "assistant",
     "quality",
+    "sources",
 ]
 
 MIDDLEWARE = [
@@ -280,6 +281,13 @@ MODEL_ROLES = load_roles(MODEL_THREADS)
 MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()
 # A running ingestion with no progress for this long lost its worker: it is queued again.
 RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
+# Sources kept in sync (sources/): folders a folder source or a Git repository on this server
+# may be in (none: neither kind can be added), the key(s) credentials are encrypted with
+# (comma-separated: the first encrypts, each decrypts, so a key can be rotated; empty: one
+# derived from SECRET_KEY), and where Git clones are kept between runs.
+SOURCE_ROOTS = env_list("PORTAL_SOURCE_ROOTS", [])
+SOURCE_KEYS = env_list("PORTAL_SOURCE_KEYS", [])
+SOURCE_WORKDIR = Path(env_str("PORTAL_SOURCE_WORKDIR") or VAR_DIR / "sources").resolve()
 # The most pages one document may have (a 10,000-page PDF of blank pages is refused).
 MAX_PAGES = env_int("PORTAL_MAX_PAGES", 5000, minimum=1)
 # Office files (zip archives) may unpack to at most this much: zip bombs are refused.
