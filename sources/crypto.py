@@ -61,4 +61,10 @@ def decrypt(token: str) -> Credentials:
 
 def rotate(token: str) -> str:
     """The token encrypted again with the first key."""
-    return _keys().rotate(token.encode()).decode() if token else ""
+    if not token:
+        return ""
+    try:
+        return _keys().rotate(token.encode()).decode()
+    except InvalidToken:
+        decrypt(token)  # raises the readable error
+        raise

@@ -19,6 +19,7 @@ from common.language import Language
 from ingestion.sniff import MOV, MP4, SRT, VTT, WEBM
 from knowledge.models import Document, Page
 from providers.base import ChatMessage
+from sources.links import source_of
 
 SUBTITLES = (SRT, VTT)
 VIDEOS = (MP4, WEBM, MOV)
@@ -182,6 +183,7 @@ def citations(
         for pk, width, height in Page.objects.filter(pk__in=pages).values_list("pk", "width", "height")
     }
     videos = sibling_videos(source.hit for source, _inferred in cited)
+    origins = source_of(source.hit.document_id for source, _inferred in cited)
     boxes = quote_boxes((source.hit, span) for (source, _inferred), span in zip(cited, spans, strict=True))
     return [
         citation(
@@ -192,6 +194,7 @@ def citations(
             video=videos.get(source.hit.document_id),
             quote=span,
             quote_bbox=box,
+            origin=origins.get(source.hit.document_id),
         )
         for (source, inferred), span, box in zip(cited, spans, boxes, strict=True)
     ]
@@ -206,6 +209,7 @@ def citation(
     video: int | None = None,
     quote: str = "",
     quote_bbox: list[float] | None = None,
+    origin: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What a client shows for [n]; `inferred` when the answer used the passage without writing [n];
     `quote`: the span of the passage the answer rests on, which the citation dialog highlights
@@ -214,7 +218,9 @@ def citation(
     The page's size (points for PDF pages and slides, pixels for pictures: the units of
     `location.bbox`) lets a client scale the bbox onto the page's render. A timed passage
     (a video's minute, a subtitle cue) has a `video_url` at its moment: the video beside a
-    subtitle file when there is one (`video`, from `sibling_videos`), else its own file."""
+    subtitle file when there is one (`video`, from `sibling_videos`), else its own file.
+    `origin`: where a source brought the file from (its name, the file's path there and a link
+    back, sources.links), None for an uploaded file."""
     hit = source.hit
     width, height = size or (None, None)
     return {
@@ -240,6 +246,7 @@ def citation(
         "quote_bbox": quote_bbox,
         "thumbnail_url": f"/api/pages/{hit.page_id}/render/",
         "video_url": _moment_url(hit, video) if _timed(hit) else None,
+        "origin": origin,
     }
 
 

@@ -81,6 +81,13 @@ class AskRequestSerializer(serializers.Serializer[dict[str, Any]]):
     )
 
 
+class CitationOriginSerializer(serializers.Serializer[dict[str, Any]]):
+    name = serializers.CharField(help_text="The source's name.")
+    kind = serializers.CharField(help_text="folder, git, webdav or s3.")
+    path = serializers.CharField(help_text="The file's path in the source.")
+    url = serializers.CharField(allow_blank=True, help_text="The file at its source; empty when it has no page.")
+
+
 class CitationSerializer(serializers.Serializer[dict[str, Any]]):
     n = serializers.IntegerField()
     file = serializers.CharField()
@@ -104,6 +111,9 @@ class CitationSerializer(serializers.Serializer[dict[str, Any]]):
     )
     thumbnail_url = serializers.CharField()
     video_url = serializers.CharField(allow_null=True, help_text="A timed passage: the video at its moment (`#t=`).")
+    origin = CitationOriginSerializer(
+        allow_null=True, required=False, help_text="Where a source brought the file from; null for uploads."
+    )
 
 
 class AttachmentSerializer(serializers.Serializer[dict[str, Any]]):

@@ -390,6 +390,7 @@ function openSource(button) {
 // The passage in the dialog, the span the answer rests on highlighted and scrolled to.
 function resetDialog(title, place, path, snippet, quote = "") {
   dialog.querySelector("#citation-title").textContent = title;
+  show(dialog.querySelector(".citation-origin"), false);
   dialog.querySelector(".citation-place").textContent = place;
   dialog.querySelector(".citation-path").textContent = path;
   const passage = dialog.querySelector(".citation-snippet");
@@ -403,9 +404,25 @@ function resetDialog(title, place, path, snippet, quote = "") {
   video.removeAttribute("src");
 }
 
+// Where a source brought the file from: its path there, linked where the source has a page.
+function showOrigin(origin) {
+  const line = dialog.querySelector(".citation-origin");
+  show(line, Boolean(origin));
+  if (!origin) return;
+  line.querySelector(".citation-origin-name").textContent = origin.name;
+  const link = line.querySelector(".citation-origin-link");
+  const plain = line.querySelector(".citation-origin-path");
+  const safe = /^https?:\/\//i.test(origin.url ?? "");
+  link.textContent = safe ? origin.path : "";
+  link.href = safe ? origin.url : "";
+  show(link, safe);
+  plain.textContent = safe ? "" : origin.path;
+}
+
 function showCitation(cited) {
   // Citations stored before they carried the passage have only its first 240 characters.
   resetDialog(`[${cited.n}] ${cited.file}`, cited.place, cited.path, cited.text ?? cited.snippet ?? "", cited.quote);
+  showOrigin(cited.origin);
   const open = dialog.querySelector(".citation-open");
   open.href = `/documents/${cited.document_id}/pages/${cited.page}/?chunk=${cited.chunk_id}`;
   show(open.parentElement, Boolean(cited.document_id && cited.page));

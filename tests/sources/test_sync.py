@@ -271,3 +271,47 @@ def test_due_sources_are_started_once(private_collection, share, django_capture_
     # A second start while one is queued gives the same run back.
     assert actions.do_start_sync(source) == run
     assert sync_due() == 0
+
+
+def test_citations_link_back_to_the_source(private_collection, share):
+    from assistant.api.serializers import CitationOriginSerializer
+    from sources.links import file_link, source_of
+
+    write(share, "guide/setup.md", "# Setup\n\nRun the installer twice.\n")
+    source = folder_source(
+        private_collection,
+        share,
+        link_template="https://git.example.com/team/docs/src/branch/{branch}/{path}",
+        branch="main",
+    )
+    assert run_sync(source).counts["added"] == 1
+    document = documents(private_collection)["guide/setup.md"]
+    origin = source_of([document.pk])[document.pk]
+    assert origin == {
+        "name": "Share",
+        "kind": "folder",
+        "path": "guide/setup.md",
+        "url": "https://git.example.com/team/docs/src/branch/main/guide/setup.md",
+    }
+    assert CitationOriginSerializer(data=origin).is_valid()
+    webdav = Source(kind=Source.Kind.WEBDAV, url="https://dav.example.com/remote.php/dav/files/a/", prefix="Team")
+    assert file_link(webdav.location(), "a b/c.md") == "https://dav.example.com/remote.php/dav/files/a/Team/a%20b/c.md"
+    assert file_link(Source(kind=Source.Kind.S3, bucket="b").location(), "x.md") == ""
+
+
+def test_the_command_syncs_inline_and_rotates_keys(private_collection, share, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    write(share, "a.md", "# A\n\nAlpha.\n")
+    source = folder_source(private_collection, share)
+    out = StringIO()
+    call_command("sources", sync=source.pk, inline=True, stdout=out)
+    assert "1 added" in out.getvalue()
+    actions.do_save_source(source, credentials=Credentials("user", "a-long-password-1"))
+    settings.SOURCE_KEYS = ["the next key, long enough to use", settings.SECRET_KEY]
+    call_command("sources", rotate_keys=True, stdout=out)
+    settings.SOURCE_KEYS = ["the next key, long enough to use"]
+    source.refresh_from_db()
+    assert source.credentials().password == "a-long-password-1"
