@@ -40,7 +40,7 @@ def test_it_opens_the_video_beside_a_cited_subtitle_at_the_cues_moment(client, a
     sources = [(Source(1, cue[beside.pk]), False), (Source(2, cue[alone.pk]), False)]
     with CaptureQueriesContext(connection) as queries:
         cited = citations(sources, "en")
-    assert len(queries) == 2  # the pages' sizes and the videos, not one query per citation
+    assert len(queries) == 3  # sizes, videos and sources: one query each, not one per citation
 
     assert cited[0]["video_url"] == f"/api/documents/{video.pk}/original/#t=62.5"
     assert cited[1]["video_url"] == f"/api/documents/{alone.pk}/original/#t=62.5"  # as before
