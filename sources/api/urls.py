@@ -1,0 +1,5 @@
+"""The sources API (sources/api/sources.py)."""
+
+from sources.api.sources import urlpatterns
+
+__all__ = ["urlpatterns"]

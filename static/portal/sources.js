@@ -1,0 +1,69 @@
+// A collection's sources pages: the running sync's row follows its `source.progress` events
+// over /ws/collections/<id>/ ({type, source, run, status, progress, total, counts, error}):
+// status, progress bar, counts and error in place. A run this page does not show yet (queued
+// by the schedule or the API) or one that ends reloads the page, which then lists its
+// skipped files. Without JavaScript the page is the same, as of when it was loaded.
+
+const page = document.getElementById("source-page") || document.getElementById("sources-page");
+const strings = JSON.parse(document.getElementById("sources-strings").textContent);
+const collectionId = page.dataset.collection;
+const sourceId = page.dataset.source; // undefined on the list of sources
+const ENDED = new Set(["succeeded", "failed"]);
+// A form being sent (Sync now, Save) brings its own page with its message: a reload for an
+// event its action caused would race it and lose the message.
+let leaving = false;
+document.addEventListener("submit", () => { leaving = true; });
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/ws/collections/${collectionId}/`);
+  socket.addEventListener("message", (message) => handle(JSON.parse(message.data)));
+  socket.addEventListener("close", (event) => {
+    if (event.code !== 4401 && event.code !== 4404) setTimeout(connect, 5000);
+  });
+}
+
+function rowFor(event) {
+  if (sourceId !== undefined) {
+    if (String(event.source) !== sourceId) return undefined;
+    return document.querySelector(`#sync-runs tr[data-run="${event.run}"]`);
+  }
+  const row = document.querySelector(`#sources tr[data-source="${event.source}"]`);
+  if (row === null) return undefined; // a source added elsewhere: not this page's business
+  return row.dataset.run === String(event.run) ? row : null;
+}
+
+function handle(event) {
+  if (leaving || event.type !== "source.progress") return;
+  const row = rowFor(event);
+  if (row === undefined) return;
+  if (row === null) {
+    location.reload(); // a run this page does not show yet
+    return;
+  }
+  const ended = ENDED.has(event.status) && row.dataset.status !== event.status;
+  update(row, event);
+  if (ended) location.reload();
+}
+
+function update(row, event) {
+  row.dataset.status = event.status;
+  const tag = row.querySelector(".run-status .tag");
+  if (tag) {
+    tag.className = `tag status-${event.status}`;
+    tag.textContent = strings.status[event.status] || event.status;
+  }
+  const bar = row.querySelector("progress");
+  if (bar && event.total) {
+    bar.max = event.total;
+    bar.value = event.progress;
+  }
+  for (const cell of row.querySelectorAll("[data-count]")) {
+    const value = (event.counts || {})[cell.dataset.count];
+    if (value !== undefined) cell.textContent = String(value);
+  }
+  const error = row.querySelector(".run-status .error");
+  if (error && event.error) error.textContent = event.error;
+}
+
+connect();
