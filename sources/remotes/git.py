@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -34,6 +35,7 @@ from sources.remotes.base import Credentials, Entry, FileError, Location, Remote
 FETCH_TIMEOUT_S = 30 * 60  # a first fetch of a large repository; a stalled one ends sooner (LOW_SPEED)
 LOCAL_TIMEOUT_S = 10 * 60  # ls-tree, rev-parse: no network
 LOW_SPEED_BYTES, LOW_SPEED_TIME_S = 1000, 30  # curl gives up on a transfer this slow for this long
+CONNECT_TIMEOUT_S = 10  # git has no connect timeout of its own (curl waits minutes): see _probe
 CHUNK = 1024 * 1024
 REF = "refs/portal/source"  # where the fetched commit is kept in the bare copy
 MODE_SUBMODULE, MODE_SYMLINK = "160000", "120000"
@@ -179,6 +181,7 @@ class GitRemote:
         if branch and self._run("check-ref-format", f"refs/heads/{branch}", bare=False, check=False).returncode:
             raise RemoteError(_("“%(branch)s” is not a valid branch name.") % {"branch": branch})
         refspec = f"+refs/heads/{branch}:{REF}" if branch else f"+HEAD:{REF}"
+        self._probe()
         for attempt in (1, 2):
             self._prepare_gitdir(fresh=attempt == 2)
             result = self._fetch(refspec)
@@ -195,6 +198,37 @@ class GitRemote:
             _("Git could not fetch %(url)s: %(error)s")
             % {"url": self._shown_url(), "error": self._last_line(result.stderr)}
         )
+
+    def _probe(self) -> None:
+        """Connect to the server once, with a short timeout, before git does: git cannot be
+        given a connect timeout, and an address that swallows packets would hold the run for
+        minutes. Skipped behind a proxy (the server may be reachable only through it)."""
+        parts = urlsplit(self._fetch_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return
+        if any(
+            os.environ.get(name)
+            for name in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
+        ):
+            return
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S).close()
+        except TimeoutError:
+            raise RemoteError(
+                _("Could not reach %(host)s: the connection timed out.") % {"host": parts.hostname}
+            ) from None
+        except ConnectionRefusedError:
+            raise RemoteError(_("Could not reach %(host)s: connection refused.") % {"host": parts.hostname}) from None
+        except socket.gaierror:
+            raise RemoteError(
+                _("Could not reach %(host)s: the name does not resolve.") % {"host": parts.hostname}
+            ) from None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise RemoteError(
+                _("Could not reach %(host)s: %(reason)s.") % {"host": parts.hostname, "reason": reason}
+            ) from None
 
     def _fetch(self, refspec: str) -> subprocess.CompletedProcess[bytes]:
         # Only the newest commit is needed: a shallow fetch spares the history. A "dumb" HTTP

@@ -214,3 +214,27 @@ def test_an_unchanged_thousand_file_repository_relists_quickly(git_http_server: 
     print(f"1000 files: all fetched in {fetch_all:.2f} s, unchanged re-listing {relist:.2f} s")
     assert relist < 5
     assert fetch_all < 10
+
+
+def test_a_server_that_never_answers_the_connection_times_out(monkeypatch, tmp_path: Path):
+    """A listening socket whose accept queue is full drops new SYNs (Linux), as a firewall
+    that swallows packets does: git alone would wait minutes, the probe gives up."""
+    import socket
+
+    from sources.remotes import git as git_module
+
+    monkeypatch.setattr(git_module, "CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        queued = [socket.create_connection(("127.0.0.1", port), timeout=1) for _ in range(1)]
+        try:
+            started = time.monotonic()
+            with pytest.raises(RemoteError) as error:
+                listing(open_git(f"http://127.0.0.1:{port}/r.git", tmp_path / "clone"))
+            assert str(error.value) == "Could not reach 127.0.0.1: the connection timed out."
+            assert time.monotonic() - started < 5
+        finally:
+            for sock in queued:
+                sock.close()
