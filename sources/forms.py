@@ -6,9 +6,11 @@ is sources.actions.check_source's, its messages attached to their fields."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import Collection
@@ -116,12 +118,26 @@ class SourceFormBase(forms.ModelForm):
     def _post_clean(self) -> None:
         """The model's own checks, then check_source's, each message on its field."""
         super()._post_clean()  # type: ignore[misc]
-        if self.errors:
-            return
+        self._forget_address_credentials()
+        if not hasattr(self.instance, "collection"):
+            return  # the admin's collection field is wrong: its error says so
         try:
             check_source(self.instance)
         except ValidationError as exc:
-            self.add_error(None, exc)
+            # Every field's problem at once, except where the form already found one.
+            fresh = {name: errors for name, errors in exc.message_dict.items() if name not in self.errors}
+            if fresh:
+                self.add_error(None, ValidationError(fresh))
+
+    def _forget_address_credentials(self) -> None:
+        """An address typed with a user name and password in it is refused (check_source);
+        the form shown again keeps the address without them, so they are not sent back."""
+        url = str(self.data.get(self.add_prefix("url"), ""))
+        parts = urlsplit(url.strip())
+        if "@" in parts.netloc:
+            data: QueryDict | dict[str, Any] = self.data.copy() if isinstance(self.data, QueryDict) else dict(self.data)
+            data[self.add_prefix("url")] = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+            self.data = data
 
     def credentials(self) -> Credentials | None:
         """What to store: None keeps the stored credentials (nothing typed)."""

@@ -20,7 +20,7 @@ from tests.conftest import set_role, token_for
 
 pytestmark = pytest.mark.usefixtures("media")
 
-SECRET = "hunter2-Zq9!secret"  # noqa: S105 - a test password, asserted absent from responses
+SECRET = "hunter2-Zq9!secret"
 
 
 @pytest.fixture
@@ -58,17 +58,22 @@ def test_an_owner_adds_reads_changes_and_removes_a_source(api, alice, private_co
     assert created.status_code == 201, created.content
     body = created.json()
     assert SECRET not in _text(created)
-    assert "password" not in body and "username" not in body and "credentials_token" not in body
+    assert "password" not in body
+    assert "username" not in body
+    assert "credentials_token" not in body
     assert body["has_credentials"] is True
-    assert body["next_sync_at"] is not None and body["last_run"] is None
+    assert body["next_sync_at"] is not None
+    assert body["last_run"] is None
     source = Source.objects.get(pk=body["id"])
-    assert source.credentials_token and SECRET not in source.credentials_token
+    assert source.credentials_token
+    assert SECRET not in source.credentials_token
     assert source.credentials() == Credentials("reader", SECRET)
 
     detail = reverse("source-detail", args=[source.pk])
     for response in (api.get(listing), api.get(detail)):
         assert response.status_code == 200
-        assert SECRET not in _text(response) and "reader" not in _text(response)
+        assert SECRET not in _text(response)
+        assert "reader" not in _text(response)
     assert api.get(listing).json()["results"][0]["name"] == "Handbook share"
 
     changed = api.patch(detail, {"schedule": "", "password": "new-" + SECRET}, format="json")
@@ -89,10 +94,12 @@ def test_an_owner_adds_reads_changes_and_removes_a_source(api, alice, private_co
 
     assert api.delete(detail).status_code == 204
     assert not Source.objects.filter(pk=source.pk).exists()
-    actions = list(Entry.objects.filter(object_type="source", object_id=str(source.pk)).values_list("action", flat=True))
+    entries = Entry.objects.filter(object_type="source", object_id=str(source.pk))
+    actions = list(entries.values_list("action", flat=True))
     assert sorted(set(actions)) == sorted({Action.SOURCE_CREATE, Action.SOURCE_UPDATE, Action.SOURCE_DELETE})
     update = Entry.objects.filter(action=Action.SOURCE_UPDATE, object_id=str(source.pk)).order_by("pk").first()
-    assert update is not None and update.actor == alice
+    assert update is not None
+    assert update.actor == alice
     assert SECRET not in str(list(Entry.objects.values_list("changes", flat=True)))
 
 
@@ -132,9 +139,11 @@ def test_a_change_is_checked_too_and_a_name_is_unique(api, alice, private_collec
     assert response.status_code == 400
     assert "name" in response.json()
     response = api.patch(reverse("source-detail", args=[second.pk]), {"url": "/etc"}, format="json")
-    assert response.status_code == 400 and "url" in response.json()
+    assert response.status_code == 400
+    assert "url" in response.json()
     second.refresh_from_db()
-    assert second.name == "Second" and second.url == str(roots / "handbook")
+    assert second.name == "Second"
+    assert second.url == str(roots / "handbook")
 
 
 def test_sync_now_queues_one_run(api, alice, private_collection, roots, django_capture_on_commit_callbacks):
@@ -144,11 +153,13 @@ def test_sync_now_queues_one_run(api, alice, private_collection, roots, django_c
     with django_capture_on_commit_callbacks() as queued:
         first = api.post(url)
     assert first.status_code == 202, first.content
-    assert first.json()["status"] == "queued" and first.json()["trigger"] == "manual"
+    assert first.json()["status"] == "queued"
+    assert first.json()["trigger"] == "manual"
     assert first.json()["requested_by"] == alice.email
     assert len(queued) == 1  # sources.tasks.sync_source.delay, once the transaction commits
     again = api.post(url)
-    assert again.status_code == 202 and again.json()["id"] == first.json()["id"]
+    assert again.status_code == 202
+    assert again.json()["id"] == first.json()["id"]
     assert SyncRun.objects.filter(source=source).count() == 1
     assert Entry.objects.filter(action=Action.SOURCE_SYNC, object_id=str(source.pk), actor=alice).exists()
     assert api.get(reverse("source-detail", args=[source.pk])).json()["last_run"]["id"] == first.json()["id"]
@@ -207,7 +218,8 @@ def test_members_who_do_not_manage_get_403(api, alice, bob, team, team_collectio
     for method, url in _routes(team_collection.pk, source, run):
         response = getattr(api, method)(url, {"name": "Mine", "kind": "s3", "bucket": "b"}, format="json")
         assert response.status_code == 403, (method, url, response.status_code)
-        assert SECRET not in _text(response) and str(roots) not in _text(response)
+        assert SECRET not in _text(response)
+        assert str(roots) not in _text(response)
     assert Source.objects.get(pk=source.pk).name == "Handbook share"
     assert SyncRun.objects.filter(source=source).count() == 1
     # A team admin manages the collection, so its sources.
