@@ -7,19 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote
 
-from sources.models import Source, SourceFile
-from sources.remotes.base import Location
-
-
-def file_link(location: Location, path: str) -> str:
-    full = "/".join(part for part in (location.prefix.strip("/"), path) if part)
-    if location.link_template:
-        return location.link_template.format(path=quote(full), branch=quote(location.branch))
-    if location.kind == Source.Kind.WEBDAV and location.url:
-        return location.url.rstrip("/") + "/" + quote(full)
-    return ""
+from sources.models import SourceFile
+from sources.remotes.base import file_link
 
 
 def source_of(document_ids: Iterable[int]) -> dict[int, dict[str, Any]]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import quote
 
 
 @dataclass(frozen=True)
@@ -95,3 +96,26 @@ class Location:
     region: str = ""
     link_template: str = ""
     workdir: Path | None = None
+
+
+def fill_link_template(template: str, path: str, branch: str = "") -> str:
+    """The template with {path} (percent-encoded, `/` kept) and {branch} filled in; any other
+    braces are left as they are rather than failing (str.format would raise on them)."""
+    return template.replace("{path}", quote(path, safe="/")).replace("{branch}", quote(branch, safe="/"))
+
+
+def join_prefix(prefix: str, path: str) -> str:
+    """The path from the top of the source: the prefix folder, then the path under it."""
+    prefix = prefix.strip("/")
+    return f"{prefix}/{path}" if prefix else path
+
+
+def file_link(location: Location, path: str, branch: str | None = None) -> str:
+    """Where a person opens the file at its source: the link template filled in, else a
+    WebDAV file's own URL, else "" (a folder or bucket without a template)."""
+    full = join_prefix(location.prefix, path)
+    if location.link_template:
+        return fill_link_template(location.link_template, full, location.branch if branch is None else branch)
+    if location.kind == "webdav" and location.url:
+        return location.url.rstrip("/") + "/" + quote(full, safe="/")
+    return ""

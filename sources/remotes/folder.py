@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError
+from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link
 
 
 def check_local_path(url: str) -> Path:
@@ -93,8 +93,7 @@ class FolderRemote:
         return self.root / entry.path
 
     def link(self, path: str) -> str:
-        template = self.location.link_template
-        return template.format(path=path, branch=self.location.branch) if template else ""
+        return file_link(self.location, path)
 
     def close(self) -> None:
         pass

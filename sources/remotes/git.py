@@ -25,12 +25,12 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from django.utils.translation import gettext as _
 
 from portal.redact import scrub
-from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError
+from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link
 
 FETCH_TIMEOUT_S = 30 * 60  # a first fetch of a large repository; a stalled one ends sooner (LOW_SPEED)
 LOCAL_TIMEOUT_S = 10 * 60  # ls-tree, rev-parse: no network
@@ -48,18 +48,6 @@ case "$1" in
   *) printf '%s\\n' "$PORTAL_GIT_PASSWORD" ;;
 esac
 """
-
-
-def fill_link_template(template: str, path: str, branch: str = "") -> str:
-    """The template with {path} (percent-encoded, `/` kept) and {branch} filled in; any other
-    braces are left as they are rather than failing (str.format would raise on them)."""
-    return template.replace("{path}", quote(path, safe="/")).replace("{branch}", quote(branch, safe="/"))
-
-
-def join_prefix(prefix: str, path: str) -> str:
-    """The path from the top of the source: the prefix folder, then the path under it."""
-    prefix = prefix.strip("/")
-    return f"{prefix}/{path}" if prefix else path
 
 
 class GitRemote:
@@ -106,7 +94,7 @@ class GitRemote:
         if not template:
             return ""
         branch = self.branch_name() if "{branch}" in template else self.location.branch
-        return fill_link_template(template, join_prefix(self.prefix, path), branch)
+        return file_link(self.location, path, branch)
 
     def close(self) -> None:
         with self._lock:

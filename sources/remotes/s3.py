@@ -24,8 +24,7 @@ from botocore.exceptions import ReadTimeoutError as BotoReadTimeoutError
 from django.utils.translation import gettext as _
 
 from portal.redact import scrub
-from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError
-from sources.remotes.git import fill_link_template, join_prefix
+from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link
 
 CHUNK = 1024 * 1024
 DEFAULT_REGION = "us-east-1"
@@ -97,10 +96,7 @@ class S3Remote:
             raise self._run_error(exc) from None
 
     def link(self, path: str) -> str:
-        template = self.location.link_template
-        if not template:
-            return ""
-        return fill_link_template(template, join_prefix(self.prefix, path), self.location.branch)
+        return file_link(self.location, path)
 
     def close(self) -> None:
         self.client.close()

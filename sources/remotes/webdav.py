@@ -23,8 +23,7 @@ from webdav4.client import Client
 from webdav4.multistatus import parse_multistatus_response
 
 from portal.redact import scrub
-from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError
-from sources.remotes.git import fill_link_template, join_prefix
+from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link, join_prefix
 
 TIMEOUT = httpx.Timeout(60.0, connect=10.0)  # a dead host fails in seconds, a slow answer may take a minute
 CHUNK = 1024 * 1024
@@ -76,10 +75,7 @@ class WebDavRemote:
             raise self._unreachable(exc) from None
 
     def link(self, path: str) -> str:
-        full = join_prefix(self.prefix, path)
-        if self.location.link_template:
-            return fill_link_template(self.location.link_template, full, self.location.branch)
-        return str(self._url(path))
+        return file_link(self.location, path)
 
     def close(self) -> None:
         self.client.http.close()
