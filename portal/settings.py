@@ -232,7 +232,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TeamRoleEnum": "knowledge.models.teams.Role",
         "MessageRoleEnum": "assistant.models.Message.Role",
-        "EvaluationStatusEnum": "quality.models.EvaluationRun.Status",
+        # An evaluation's and a sync's runs share these states.
+        "RunStatusEnum": "quality.models.EvaluationRun.Status",
     },
 }
 

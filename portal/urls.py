@@ -24,10 +24,12 @@ urlpatterns = [
     path("api/", include("knowledge.api.urls")),
     path("api/", include("assistant.api.urls")),
     path("api/", include("quality.api.urls")),
+    path("api/", include("sources.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("assistant.urls")),
     path("", include("quality.urls")),
+    path("", include("sources.urls")),
     path("", include("ingestion.urls")),
     path("", include("knowledge.urls")),
 ]

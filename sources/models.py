@@ -148,6 +148,8 @@ class SyncRun(models.Model):
         return f"{self.source} {self.created_at:%Y-%m-%d %H:%M} ({self.status})"
 
     def as_event(self) -> dict[str, Any]:
+        """What the collection's socket hears: everyone who sees the collection listens there,
+        so no error text (it may name hosts and paths only the collection's admins see)."""
         return {
             "type": "source.progress",
             "source": self.source_id,
@@ -156,5 +158,4 @@ class SyncRun(models.Model):
             "progress": self.progress,
             "total": self.total,
             "counts": self.counts,
-            "error": self.error,
         }

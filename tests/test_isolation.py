@@ -40,6 +40,9 @@ from knowledge import actions
 from knowledge.models import Document, IndexVersion, Page, PageImage, Role
 from portal.routing import websocket_urlpatterns
 from quality.models import EvaluationRun, Feedback, GoldenQuestion
+from sources.actions import do_save_source
+from sources.models import Source, SyncRun
+from sources.remotes import Credentials
 from tests.conftest import make_user, set_role
 
 pytestmark = pytest.mark.usefixtures("media")
@@ -57,7 +60,8 @@ class Access(Enum):
 
 
 # name -> (URL arguments: object keys; access). "collection", "document", "page" and
-# "image" are alice's private ones or her team's (both are tried); the rest are hers alone.
+# "image", "source" and "sync_run" are alice's private ones or her team's (both are tried);
+# the rest are hers alone.
 PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "dashboard": ({}, Access.OWN),
     "collection-create": ({}, Access.OWN),
@@ -105,6 +109,11 @@ PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "feedback-to-golden": ({"feedback_id": "feedback"}, Access.OWN),
     "collection-analytics": ({"collection_id": "collection"}, Access.MANAGE),
     "team-analytics": ({"team_id": "team"}, Access.MANAGE),
+    # sources hold addresses and credentials: only those who manage the collection see them
+    "collection-sources": ({"collection_id": "collection"}, Access.MANAGE),
+    "source": ({"source_id": "source"}, Access.MANAGE),
+    "source-sync": ({"source_id": "source"}, Access.MANAGE),
+    "source-delete": ({"source_id": "source"}, Access.MANAGE),
 }
 API: dict[str, tuple[dict[str, str], Access]] = {
     "api-root": ({}, Access.OWN),
@@ -161,6 +170,11 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     "feedback-golden": ({"pk": "feedback"}, Access.OWN),
     "collection-analytics-api": ({"collection_id": "collection"}, Access.MANAGE),
     "team-analytics-api": ({"team_id": "team"}, Access.MANAGE),
+    "collection-source-list": ({"collection_id": "collection"}, Access.MANAGE),
+    "source-detail": ({"pk": "source"}, Access.MANAGE),
+    "source-sync-api": ({"pk": "source"}, Access.MANAGE),
+    "source-run-list": ({"pk": "source"}, Access.MANAGE),
+    "source-run-detail": ({"pk": "source", "run_id": "sync_run"}, Access.MANAGE),
 }
 ROUTES = {**PAGES, **API}
 WEBSOCKETS = {"ws/collections/<int:collection_id>/", "ws/chat/"}
@@ -215,7 +229,12 @@ def _document(collection, name: str, text: str) -> dict[str, Any]:
     evaluation = EvaluationRun.objects.create(
         collection=collection, version=version, version_number=version.number, error=f"{text} evaluation"
     )
+    source = Source(collection=collection, name=f"{text} source", kind="s3", bucket=f"{text}-bucket")
+    do_save_source(source, credentials=Credentials(f"{text}-key", f"{text}-secret"))
+    sync_run = SyncRun.objects.create(source=source, status="failed", error=f"{text}: the bucket is gone")
     return {
+        "source": source.pk,
+        "sync_run": sync_run.pk,
         "collection": collection.pk,
         "document": document.pk,
         "page": page.pk,
@@ -281,6 +300,7 @@ def _alices_things_are_intact(alice, objects: dict[str, Any]) -> None:
     for where in ("private", "shared"):
         assert Document.objects.filter(pk=objects[where]["document"]).exists()
         assert actions.Collection.objects.filter(pk=objects[where]["collection"]).exists()
+        assert Source.objects.filter(pk=objects[where]["source"]).exists()
     assert actions.ApiToken.objects.get(pk=objects["token"]).revoked_at is None
     for invitation in ("invitation", "team_invitation"):
         assert actions.Invitation.objects.get(pk=objects[invitation]).status == "pending"
@@ -337,7 +357,8 @@ def test_bob_reads_the_team_by_role_and_nothing_private(client, api, alice, bob,
     set_role(team, bob, role)
     args, access = ROUTES[name]
     for caller in _callers(client, api, bob, name):
-        if set(args.values()) & {"collection", "document", "page", "image"} or (args and access is Access.OWN):
+        per_collection = {"collection", "document", "page", "image", "source"}
+        if set(args.values()) & per_collection or (args and access is Access.OWN):
             for method in _methods(name):  # alice's private objects and her own: as for charlie
                 response = getattr(caller, method)(_url(name, objects, "private"))
                 assert response.status_code in (404, 405), (method, name, response.status_code)

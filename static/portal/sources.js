@@ -1,8 +1,8 @@
 // A collection's sources pages: the running sync's row follows its `source.progress` events
-// over /ws/collections/<id>/ ({type, source, run, status, progress, total, counts, error}):
-// status, progress bar, counts and error in place. A run this page does not show yet (queued
-// by the schedule or the API) or one that ends reloads the page, which then lists its
-// skipped files. Without JavaScript the page is the same, as of when it was loaded.
+// over /ws/collections/<id>/ ({type, source, run, status, progress, total, counts}): status,
+// progress bar and counts in place. A run this page does not show yet (queued by the schedule
+// or the API) or one that ends reloads the page, which then shows its error and skipped files
+// (the socket carries no error text: every viewer of the collection hears it). Without JavaScript the page is the same, as of when it was loaded.
 
 const page = document.getElementById("source-page") || document.getElementById("sources-page");
 const strings = JSON.parse(document.getElementById("sources-strings").textContent);
@@ -62,8 +62,6 @@ function update(row, event) {
     const value = (event.counts || {})[cell.dataset.count];
     if (value !== undefined) cell.textContent = String(value);
   }
-  const error = row.querySelector(".run-status .error");
-  if (error && event.error) error.textContent = event.error;
 }
 
 connect();

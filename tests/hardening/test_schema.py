@@ -59,6 +59,8 @@ from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Collection, Document, IndexVersion, Membership, Page, PageImage, Role
 from quality.models import EvaluationRun, Feedback, GoldenQuestion
+from sources.actions import do_save_source, do_start_sync
+from sources.models import Source
 from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import make_user
 from tests.ingestion.files import handbook_pdf
@@ -119,12 +121,23 @@ def chat_model(monkeypatch):
 
 
 @pytest.fixture
-def portal(chat_model, live_worker, live_web) -> str:
+def source_root(monkeypatch, settings, tmp_path):
+    """PORTAL_SOURCE_ROOTS, here and in daphne and the worker started after this: a folder
+    source of alice's is synced from it (an empty folder: a run that succeeds at once)."""
+    root = tmp_path / "shares"
+    (root / "handbook").mkdir(parents=True)
+    monkeypatch.setenv("PORTAL_SOURCE_ROOTS", str(root))
+    settings.SOURCE_ROOTS = [str(root)]
+    return root
+
+
+@pytest.fixture
+def portal(source_root, chat_model, live_worker, live_web) -> str:
     return f"http://127.0.0.1:{live_web}"
 
 
 @pytest.fixture
-def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> dict[str, list[Any]]:
+def objects(alice, bob, team, private_collection, team_collection, tmp_path, source_root) -> dict[str, list[Any]]:
     """alice's things, by kind, for the path parameters; the document ingested by the worker."""
     pdf = handbook_pdf(tmp_path / "handbook.pdf").read_bytes()
     document, _run = do_add_document(private_collection, "handbook.pdf", pdf)
@@ -159,7 +172,13 @@ def objects(alice, bob, team, private_collection, team_collection, tmp_path) -> 
     evaluation = EvaluationRun.objects.create(
         collection=private_collection, version=version, version_number=version.number, status="succeeded"
     )
+    handbook = str(source_root / "handbook")
+    source = Source(collection=private_collection, name="Handbook share", kind="folder", url=handbook)
+    do_save_source(source, actor=alice)
+    sync_run = do_start_sync(source, actor=alice)
     return {
+        "source": [source.pk],
+        "sync_run": [sync_run.pk],
         "collection": [private_collection.pk, team_collection.pk],
         "document": [document.pk],
         "page": [page.pk for page in pages],
@@ -187,6 +206,7 @@ KINDS = {
     "number": "version",
     "sha256": "image",
     "message_id": "message",
+    "run_id": "sync_run",
 }
 RESOURCES = {
     "collections": "collection",
@@ -198,6 +218,7 @@ RESOURCES = {
     "tokens": "token",
     "invitations": "invitation",
     "feedback": "feedback",
+    "sources": "source",
 }
 
 

@@ -267,6 +267,7 @@ def test_due_sources_are_started_once(private_collection, share, django_capture_
     assert run.trigger == SyncRun.Trigger.SCHEDULE
     assert run.status == SyncRun.Status.QUEUED
     source.refresh_from_db()
+    assert source.next_sync_at is not None
     assert source.next_sync_at > timezone.now()
     # A second start while one is queued gives the same run back.
     assert actions.do_start_sync(source) == run
