@@ -2,26 +2,16 @@
 // over /ws/collections/<id>/ ({type, source, run, status, progress, total, counts}): status,
 // progress bar and counts in place. A run this page does not show yet (queued by the schedule
 // or the API) or one that ends reloads the page, which then shows its error and skipped files
-// (the socket carries no error text: every viewer of the collection hears it). Without JavaScript the page is the same, as of when it was loaded.
+// (the socket carries no error text: every viewer of the collection hears it). Without
+// JavaScript the page is the same, as of when it was loaded.
+
+import { follow, isLeaving } from "./collection_events.js";
 
 const page = document.getElementById("source-page") || document.getElementById("sources-page");
 const strings = JSON.parse(document.getElementById("sources-strings").textContent);
 const collectionId = page.dataset.collection;
 const sourceId = page.dataset.source; // undefined on the list of sources
 const ENDED = new Set(["succeeded", "failed"]);
-// A form being sent (Sync now, Save) brings its own page with its message: a reload for an
-// event its action caused would race it and lose the message.
-let leaving = false;
-document.addEventListener("submit", () => { leaving = true; });
-
-function connect() {
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const socket = new WebSocket(`${scheme}://${location.host}/ws/collections/${collectionId}/`);
-  socket.addEventListener("message", (message) => handle(JSON.parse(message.data)));
-  socket.addEventListener("close", (event) => {
-    if (event.code !== 4401 && event.code !== 4404) setTimeout(connect, 5000);
-  });
-}
 
 function rowFor(event) {
   if (sourceId !== undefined) {
@@ -34,7 +24,7 @@ function rowFor(event) {
 }
 
 function handle(event) {
-  if (leaving || event.type !== "source.progress") return;
+  if (isLeaving() || event.type !== "source.progress") return;
   const row = rowFor(event);
   if (row === undefined) return;
   if (row === null) {
@@ -64,4 +54,4 @@ function update(row, event) {
   }
 }
 
-connect();
+follow(collectionId, handle);
