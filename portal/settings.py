@@ -287,6 +287,8 @@ RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
 # (comma-separated: the first encrypts, each decrypts, so a key can be rotated; empty: one
 # derived from SECRET_KEY), and where Git clones are kept between runs.
 SOURCE_ROOTS = env_list("PORTAL_SOURCE_ROOTS", [])
+# Hosts remote sources may reach (empty: any but loopback and link-local ones; sources/hosts.py).
+SOURCE_HOSTS = env_list("PORTAL_SOURCE_HOSTS", [])
 SOURCE_KEYS = env_list("PORTAL_SOURCE_KEYS", [])
 SOURCE_WORKDIR = Path(env_str("PORTAL_SOURCE_WORKDIR") or VAR_DIR / "sources").resolve()
 # The most pages one document may have (a 10,000-page PDF of blank pages is refused).

@@ -19,6 +19,7 @@ from audit.models import Action
 from knowledge.actions import clean_document_path, do_delete_document
 from knowledge.models import Collection
 from sources import schedule
+from sources.hosts import check_host
 from sources.models import Source, SyncRun
 from sources.remotes import Credentials, RemoteError
 from sources.remotes.folder import check_local_path
@@ -51,6 +52,11 @@ def check_source(source: Source) -> None:
             errors["url"] = _("Enter an address starting with https:// (or http://).")
         elif parts.username or parts.password:
             errors["url"] = _("Leave the user name and password out of the address: enter them under Credentials.")
+        else:
+            try:
+                check_host(source.location(), resolve=False)
+            except RemoteError as exc:
+                errors["url"] = str(exc)
     if source.kind == Source.Kind.S3 and not source.bucket.strip():
         errors["bucket"] = _("Enter the bucket's name.")
     source.prefix = source.prefix.strip().strip("/")

@@ -38,8 +38,8 @@ HELP_TEXTS = {
         "A folder inside the source to sync alone: a sub-folder, a Git sub-path, an S3 key prefix. Empty: all of it."
     ),
     "target": _(
-        "Where the source's files go in the collection: a document is at <this folder>/<its path in the "
-        "source>. Empty: the collection's top."
+        "Where the source's files go in the collection: with “shared”, a.md in the source becomes shared/a.md. "
+        "Empty: the collection's top."
     ),
     "include": _(
         "Glob patterns, one per line; only matching files are synced (empty: every file). “*” matches any "

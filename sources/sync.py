@@ -44,6 +44,7 @@ from knowledge.models import Document
 from portal.redact import scrub
 from providers import registry
 from sources.crypto import CredentialsError
+from sources.hosts import check_host
 from sources.models import Source, SourceFile, SyncRun
 from sources.remotes import Entry, FileError, Remote, RemoteError, open_remote
 
@@ -258,6 +259,7 @@ def execute(run: SyncRun, *, inline: bool = False) -> SyncRun:
     syncer: Syncer | None = None
     error = ""
     try:
+        check_host(source.location())
         remote = open_remote(source.location(), source.credentials())
         syncer = Syncer(run, remote, inline=inline)
         try:

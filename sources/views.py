@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from knowledge.access import access_collection
@@ -144,9 +144,12 @@ def source_delete(request: AuthedRequest, source_id: int) -> HttpResponse:
     if request.method == "POST":
         name = source.name
         removed = do_delete_source(source)
-        messages.success(
-            request, _("Source “%(name)s” removed, with its %(count)d documents.") % {"name": name, "count": removed}
+        message = ngettext(
+            "Source “%(name)s” removed, with its %(count)d document.",
+            "Source “%(name)s” removed, with its %(count)d documents.",
+            removed,
         )
+        messages.success(request, message % {"name": name, "count": removed})
         return redirect("collection-sources", collection.pk)
     context = {"collection": collection, "source": source, "documents": source.files.count(), "can_manage": True}
     return render(request, "sources/delete.html", context)

@@ -316,3 +316,28 @@ def test_the_command_syncs_inline_and_rotates_keys(private_collection, share, se
     settings.SOURCE_KEYS = ["the next key, long enough to use"]
     source.refresh_from_db()
     assert source.credentials().password == "a-long-password-1"
+
+
+def test_sources_may_not_reach_this_machine_or_the_clouds_metadata(private_collection, settings):
+    """SSRF: loopback and link-local addresses are refused unless PORTAL_SOURCE_HOSTS lists them."""
+    settings.SOURCE_HOSTS = []
+    for url in ("http://169.254.169.254/latest/", "http://127.0.0.1:6379/", "http://[::1]/dav/", "http://localhost/"):
+        source = Source(collection=private_collection, name="X", kind=Source.Kind.WEBDAV, url=url)
+        with pytest.raises(ValidationError) as raised:
+            actions.check_source(source)
+        assert "PORTAL_SOURCE_HOSTS" in raised.value.message_dict["url"][0], url
+    # A name is resolved when the source is synced: localhost.localdomain-style names too.
+    source = Source(collection=private_collection, name="Y", kind=Source.Kind.WEBDAV, url="http://ip6-localhost/dav/")
+    actions.do_save_source(source)
+    run = run_sync(source)
+    assert run.status == SyncRun.Status.FAILED
+    assert "PORTAL_SOURCE_HOSTS" in run.error or "could not be found" in run.error
+    # Private networks are where a team's NAS lives: allowed.
+    nas = Source(collection=private_collection, name="NAS", kind=Source.Kind.WEBDAV, url="http://192.168.1.20/dav/")
+    actions.check_source(nas)
+    # With the setting, only the hosts it lists.
+    settings.SOURCE_HOSTS = ["dav.example.com"]
+    other = Source(collection=private_collection, name="Z", kind=Source.Kind.WEBDAV, url="http://files.example.com/")
+    with pytest.raises(ValidationError):
+        actions.check_source(other)
+    actions.check_source(Source(collection=private_collection, name="Z", kind="webdav", url="https://dav.example.com/"))
