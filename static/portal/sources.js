@@ -13,6 +13,20 @@ const collectionId = page.dataset.collection;
 const sourceId = page.dataset.source; // undefined on the list of sources
 const ENDED = new Set(["succeeded", "failed"]);
 
+// Events sent before the socket joined the collection's group are lost: a run that ended
+// between the page's rendering and then (a quick run, a slow connection, a reconnect) would
+// show as running for good. Once subscribed, read the page again; reload when its runs moved.
+async function catchUp() {
+  const response = await fetch(location.pathname, { headers: { Accept: "text/html" } });
+  if (!response.ok || isLeaving()) return;
+  const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+  if (!isLeaving() && runsOf(fresh) !== runsOf(document)) location.reload();
+}
+
+function runsOf(doc) {
+  return [...doc.querySelectorAll("tr[data-run]")].map((row) => `${row.dataset.run}:${row.dataset.status}`).join(",");
+}
+
 function rowFor(event) {
   if (sourceId !== undefined) {
     if (String(event.source) !== sourceId) return undefined;
@@ -24,6 +38,7 @@ function rowFor(event) {
 }
 
 function handle(event) {
+  if (event.type === "subscribed") catchUp();
   if (isLeaving() || event.type !== "source.progress") return;
   const row = rowFor(event);
   if (row === undefined) return;
