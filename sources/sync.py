@@ -147,7 +147,11 @@ class Syncer:
             except FileError as exc:
                 self._failed(entry.path, str(exc))
             except ValidationError as exc:
-                self._failed(entry.path, " ".join(exc.messages))
+                # Ingestion names the file first ("a.md: The file is empty."), as an upload
+                # needs; the run's list names it already.
+                stored = self.source.document_path(entry.path)
+                why = " ".join(m.removeprefix(f"{stored}: ") for m in exc.messages)
+                self._failed(entry.path, why)
             self.run.progress += 1
             self._progress()
         for file in found.gone.values():

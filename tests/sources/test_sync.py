@@ -141,6 +141,7 @@ def test_bad_files_are_skipped_one_by_one_and_nothing_stored_is_lost(private_col
     reasons = {failure["path"]: failure["error"] for failure in run.failures}
     assert set(reasons) >= {"empty.md", ("n" * 250) + ".md", "big.txt", "escape", "uploaded.md"}
     assert "upload limit" in reasons["big.txt"]
+    assert not reasons["empty.md"].startswith("empty.md:")  # named once, by the run's list
     assert "200 characters" in reasons[("n" * 250) + ".md"]
     assert "outside the folder" in reasons["escape"]
     assert "not from this source" in reasons["uploaded.md"]
