@@ -1,5 +1,5 @@
 """Sources kept in sync (issue 23): what a re-sync of a 1,000-file source costs. Prints the
-figures and writes bench/results/sync.json.
+figures and writes bench/results/sync.json and sync.png.
 
     .venv/bin/python bench/sync.py                 # folder and Git, 1,000 files, 3 rounds
     .venv/bin/python bench/sync.py --kinds folder --files 200
@@ -180,6 +180,35 @@ def bench_kind(kind: str, user: Any, files: dict[str, str], args: argparse.Names
     }
 
 
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Each round's re-sync beside the 10 files alone, per kind, and the unchanged re-scans."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = [kind for kind in ("folder", "git") if kind in report]
+    figure, axes = plt.subplots(1, len(kinds) + 1, figsize=(4 * (len(kinds) + 1), 3.4))
+    for axis, kind in zip(axes, kinds, strict=False):
+        figures = report[kind]
+        rounds = range(1, len(figures["ratios"]) + 1)
+        axis.plot(rounds, figures["resync_10_changed_5_deleted_s"], "o-", label="re-sync (10 changed, 5 deleted)")
+        axis.plot(rounds, figures["ten_files_alone_s"], "s--", label="the 10 files alone")
+        axis.set_title(f"{kind}: median ratio {figures['ratio_median']:.2f} (target ≤ {RATIO_TARGET})", fontsize=9)
+        axis.set_xlabel("round")
+        axis.set_ylabel("seconds")
+        axis.set_ylim(bottom=0)
+        axis.legend(fontsize=7)
+    scans = axes[-1]
+    scans.bar(kinds, [report[kind]["unchanged_rescan_median_s"] for kind in kinds], color="#1f5fbf")
+    scans.axhline(SCAN_TARGET_S, color="#b42318", linestyle="--", label=f"target ≤ {SCAN_TARGET_S:g} s")
+    scans.set_title(f"unchanged re-scan of {report[kinds[0]]['files']:,} files (median)", fontsize=9)
+    scans.set_ylabel("seconds")
+    scans.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1000)
@@ -201,6 +230,7 @@ def main() -> None:
     Collection.objects.filter(name__startswith="bench-sync-").delete()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
+    plot(report, args.out.with_suffix(".png"))
     print(json.dumps(report, indent=2))
     shutil.rmtree(settings.SOURCE_WORKDIR, ignore_errors=True)
 
