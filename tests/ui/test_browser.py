@@ -155,3 +155,45 @@ def log_in_as_alice(page, live_web: int) -> str:
     page.click("button[type=submit]")
     page.wait_for_url(f"{base}/")
     return base
+
+
+def test_a_citation_of_a_synced_file_links_back_to_its_source(live_web, page, alice):
+    """A file a source brought in: the dialog names the source and links to the file there;
+    an address that is not http(s) is shown as the path alone, never as a link."""
+    from tests.assistant.test_chat_page import make_conversation
+
+    def cited(n: int, url: str) -> dict[str, object]:
+        return {
+            "n": n,
+            "inferred": False,
+            "file": "setup.md",
+            "path": "docs/guide/setup.md",
+            "place": "section 1",
+            "page": 1,
+            "snippet": "Run the installer twice.",
+            "text": "Run the installer twice.",
+            "quote": "",
+            "location": {},
+            "origin": {"name": "Team wiki", "kind": "git", "path": "guide/setup.md", "url": url},
+        }
+
+    link = "https://git.example.com/team/wiki/src/branch/main/guide/setup.md"
+    conversation = make_conversation(
+        alice, "setup", "Run it twice [1]. Really [2].", citations=[cited(1, link), cited(2, "javascript:alert(1)")]
+    )
+    page.goto(f"{log_in_as_alice(page, live_web)}/chat/{conversation.pk}/")
+    dialog = page.locator("dialog#citation-dialog")
+    page.locator(".answer-turn button.citation-link").nth(0).click()
+    origin = dialog.locator(".citation-origin")
+    origin.wait_for(state="visible")
+    assert origin.locator(".citation-origin-name").inner_text() == "Team wiki"
+    anchor = origin.locator("a.citation-origin-link")
+    assert anchor.inner_text() == "guide/setup.md"
+    assert anchor.get_attribute("href") == link
+    dialog.locator("button.close").click()
+
+    page.locator(".answer-turn button.citation-link").nth(1).click()
+    origin.wait_for(state="visible")
+    assert origin.locator(".citation-origin-path").inner_text() == "guide/setup.md"
+    assert not anchor.is_visible()
+    assert "javascript" not in (anchor.get_attribute("href") or "")
