@@ -22,14 +22,6 @@ pytestmark = pytest.mark.usefixtures("media")
 SECRET = "hunter2-Zq9!secret"
 
 
-@pytest.fixture
-def roots(settings, tmp_path) -> Path:
-    root = tmp_path / "shares"
-    (root / "handbook").mkdir(parents=True)
-    settings.SOURCE_ROOTS = [str(root)]
-    return root
-
-
 def _folder(collection, roots: Path) -> Source:
     source = Source(collection=collection, name="Handbook share", kind="folder", url=str(roots / "handbook"))
     return do_save_source(source, credentials=Credentials("reader", SECRET))

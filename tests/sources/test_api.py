@@ -23,15 +23,6 @@ pytestmark = pytest.mark.usefixtures("media")
 SECRET = "hunter2-Zq9!secret"
 
 
-@pytest.fixture
-def roots(settings, tmp_path) -> Path:
-    """PORTAL_SOURCE_ROOTS: one folder of the test's own."""
-    root = tmp_path / "shares"
-    (root / "handbook").mkdir(parents=True)
-    settings.SOURCE_ROOTS = [str(root)]
-    return root
-
-
 def _folder(collection, roots: Path, name: str = "Handbook share", **fields: Any) -> Source:
     source = Source(collection=collection, name=name, kind="folder", url=str(roots / "handbook"), **fields)
     return do_save_source(source, credentials=Credentials("reader", SECRET))

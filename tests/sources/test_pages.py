@@ -26,14 +26,6 @@ SECRET = "hunter2-Zq9!secret"
 USERNAME = "reader-7f3a"
 
 
-@pytest.fixture
-def roots(settings, tmp_path) -> Path:
-    root = tmp_path / "shares"
-    (root / "handbook").mkdir(parents=True)
-    settings.SOURCE_ROOTS = [str(root)]
-    return root
-
-
 def _folder(collection, roots: Path, name: str = "Handbook share") -> Source:
     source = Source(collection=collection, name=name, kind="folder", url=str(roots / "handbook"))
     return do_save_source(source, credentials=Credentials(USERNAME, SECRET))
