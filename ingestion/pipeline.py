@@ -15,6 +15,7 @@ import errno
 import logging
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from common.cancelled import Cancelled
+from common.storage import local_copy
 from ingestion.index import ensure_active_version, index_page, page_valid, target_versions, version_chunk_settings
 from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
@@ -130,27 +132,41 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     numbers: list[int] = []
     indexed = kept = written = 0
     last_event = 0.0
-    total = parser.count(Path(document.file.path))
-    if total:
-        IngestionRun.objects.filter(pk=run.pk).update(total=total)
-        run.total = total
-    for parsed in parser.pages(Path(document.file.path)):
-        page = save_page(document, parsed)
-        numbers.append(parsed.number)
-        stale = [version for version in pending if not page_valid(page, version)]
-        kept += len(pending) - len(stale)
-        if stale:
-            enriched = enriched_page(page, parsed)
-            for version in stale:
-                written += index_page(page, enriched, version, embedder, version_chunk_settings(version))
-                indexed += 1
-        if _progress(run, len(numbers), last_event):
-            last_event = time.monotonic()
+    # Parsers read a path: in an object store, a temporary copy kept until the last page.
+    with _original(document) as original:
+        total = parser.count(original)
+        if total:
+            IngestionRun.objects.filter(pk=run.pk).update(total=total)
+            run.total = total
+        for parsed in parser.pages(original):
+            page = save_page(document, parsed)
+            numbers.append(parsed.number)
+            stale = [version for version in pending if not page_valid(page, version)]
+            kept += len(pending) - len(stale)
+            if stale:
+                enriched = enriched_page(page, parsed)
+                for version in stale:
+                    written += index_page(page, enriched, version, embedder, version_chunk_settings(version))
+                    indexed += 1
+            if _progress(run, len(numbers), last_event):
+                last_event = time.monotonic()
     _finish_document(document, pending, numbers)
     for version in pending:
         if version.status == IndexVersion.Status.BUILDING:
             complete_build_if_done(version)
     return IngestResult(pages=len(numbers), pages_indexed=indexed, pages_kept=kept, chunks_written=written)
+
+
+@contextlib.contextmanager
+def _original(document: Document) -> Iterator[Path]:
+    """The stored original as a local path; a ParseError (the run fails with a readable
+    message) when the storage no longer has it."""
+    with contextlib.ExitStack() as stack:
+        try:
+            path = stack.enter_context(local_copy(document.file))
+        except FileNotFoundError:  # only here: a parser's own FileNotFoundError is not this
+            raise ParseError(_("The stored file of this document is missing; upload it again.")) from None
+        yield path
 
 
 def _finish_document(document: Document, versions: list[IndexVersion], numbers: list[int]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.core.files.base import ContentFile
 
+from common.storage import local_copy
 from knowledge.models import Page
 
 PDF = "application/pdf"
@@ -17,7 +18,8 @@ RENDER_DPI = 110
 
 
 def ensure_render(page: Page) -> bool:
-    """Whether the page has a render now, drawing it from the original if it can."""
+    """Whether the page has a render now, drawing it from the original if it can.
+    FileNotFoundError when the original it would be drawn from is missing from storage."""
     if page.render:
         return True
     if page.document.mime != PDF:
@@ -26,7 +28,9 @@ def ensure_render(page: Page) -> bool:
 
     from common.render import render_png
 
-    with page.document.file.open("rb") as handle, pymupdf.open(stream=handle.read(), filetype="pdf") as document:
+    # A path, not the bytes: PyMuPDF reads only the pages it needs from a file. In an object
+    # store that is a temporary copy. FileNotFoundError when the original is gone.
+    with local_copy(page.document.file) as original, pymupdf.open(original, filetype="pdf") as document:
         if page.number > document.page_count:
             return False
         png = render_png(document.load_page(page.number - 1), RENDER_DPI)

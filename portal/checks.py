@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Error, Tags, register
 
-from portal.health import database_unreachable
+from portal.health import database_unreachable, storage_unreachable
 
 
 @register(Tags.database)
@@ -17,3 +17,32 @@ def check_database_reachable(app_configs: Any = None, **kwargs: Any) -> list[Che
     if problem is None:
         return []
     return [Error(problem, hint="Check DATABASE_URL, or unset it to use the embedded server.", id="portal.E001")]
+
+
+@register("storage", Tags.database)
+def check_storage_reachable(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """With PORTAL_STORAGE=s3, runs where the database check does (`migrate`, which `up` and
+    the containers run before web and workers start; `check --database default`): a wrong
+    key, a missing bucket or an unreachable endpoint stops start-up naming the setting."""
+    if not kwargs.get("databases"):
+        return []
+    return _storage_errors()
+
+
+@register("storage", deploy=True)
+def check_storage_deploy(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The same for `manage.py check --deploy`."""
+    return _storage_errors()
+
+
+def _storage_errors() -> list[CheckMessage]:
+    problem = storage_unreachable()
+    if problem is None:
+        return []
+    return [
+        Error(
+            problem,
+            hint="Check PORTAL_S3_ENDPOINT_URL, PORTAL_S3_BUCKET and the PORTAL_S3_* keys (or PORTAL_STORAGE=local).",
+            id="portal.E002",
+        )
+    ]

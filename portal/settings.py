@@ -192,6 +192,65 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missi
 WHITENOISE_USE_FINDERS = True
 MEDIA_URL = "/media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT") or VAR_DIR / "media").resolve()
+# Where stored files live (originals, page renders, page pictures): `local` under MEDIA_ROOT
+# (one machine), or `s3`, any S3-compatible object store shared by every web and worker
+# process (MinIO, Ceph, AWS S3, OSS in S3 mode). Files are always served through the
+# portal's access-checked routes, never by a link into the store: no public ACL, no
+# presigned URLs. Keys come from PORTAL_S3_* (not boto3's AWS_* chain), so that what is
+# used is what the settings table says.
+STORAGE_KIND = env_choice("PORTAL_STORAGE", "local", ("local", "s3"))
+S3_ENDPOINT_URL = env_str("PORTAL_S3_ENDPOINT_URL")  # empty: AWS S3 itself
+S3_BUCKET = env_str("PORTAL_S3_BUCKET")
+S3_REGION = env_str("PORTAL_S3_REGION", "us-east-1")
+S3_ACCESS_KEY_ID = env_str("PORTAL_S3_ACCESS_KEY_ID")
+S3_SECRET_ACCESS_KEY = env_str("PORTAL_S3_SECRET_ACCESS_KEY")
+S3_TIMEOUT = env_int("PORTAL_S3_TIMEOUT", 10, minimum=1)  # seconds to connect, and for a read to answer
+# django-storages' S3Storage options, built whenever a bucket is named: `move_files --to local`
+# reads the store with them while PORTAL_STORAGE is already local.
+S3_STORAGE_OPTIONS: dict[str, object] = {}
+if STORAGE_KIND == "s3" or S3_BUCKET:
+    from botocore.config import Config as _S3Config
+
+    S3_STORAGE_OPTIONS = {
+        "bucket_name": S3_BUCKET,
+        "endpoint_url": S3_ENDPOINT_URL or None,
+        "region_name": S3_REGION,
+        "access_key": S3_ACCESS_KEY_ID,
+        "secret_key": S3_SECRET_ACCESS_KEY,
+        # Never overwrite: two documents with the same content get two objects, as on disk,
+        # so that deleting one leaves the other's original in place.
+        "file_overwrite": False,
+        "default_acl": None,
+        "querystring_auth": False,
+        # A file opened whole (S3File) spills to a temporary file past this size.
+        "max_memory_size": 8 << 20,
+        "client_config": _S3Config(
+            s3={"addressing_style": "path"},  # MinIO, Ceph: no bucket names in host names
+            connect_timeout=S3_TIMEOUT,
+            read_timeout=S3_TIMEOUT * 3,
+            retries={"max_attempts": 2, "mode": "standard"},
+            signature_version="s3v4",
+        ),
+    }
+STORAGES: dict[str, dict[str, object]] = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+if STORAGE_KIND == "s3":
+    from django.core.exceptions import ImproperlyConfigured
+
+    for _name, _value in (
+        ("PORTAL_S3_BUCKET", S3_BUCKET),
+        ("PORTAL_S3_ACCESS_KEY_ID", S3_ACCESS_KEY_ID),
+        ("PORTAL_S3_SECRET_ACCESS_KEY", S3_SECRET_ACCESS_KEY),
+    ):
+        if not _value:
+            raise ImproperlyConfigured(f"{_name} must be set when PORTAL_STORAGE=s3.")
+    if S3_ENDPOINT_URL and not S3_ENDPOINT_URL.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(
+            f"PORTAL_S3_ENDPOINT_URL must start with http:// or https://, not {S3_ENDPOINT_URL!r}."
+        )
+    STORAGES["default"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": S3_STORAGE_OPTIONS}
 MAX_UPLOAD_MB = env_int("PORTAL_MAX_UPLOAD_MB", 200, minimum=1)
 # Files in one upload request (more is a 400 before any is read) and per user per minute
 # (page and API together; more is a 429 / a message, nothing stored).

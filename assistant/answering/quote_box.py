@@ -18,10 +18,11 @@ import hashlib
 import io
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from assistant.retrieval.types import Hit
+from common.storage import local_copy
 from ingestion import reading_order
 from ingestion.models import DerivedText
 from ingestion.parsers.pdf import fold
@@ -92,18 +93,15 @@ def _opened_pdf(document: Document) -> Iterator[Any]:
         return
     import pymupdf
 
-    try:
+    with ExitStack() as stack:
         try:
-            opened = pymupdf.open(document.file.path, filetype="pdf")
-        except NotImplementedError:  # a storage without local paths
-            with document.file.open("rb") as handle:
-                opened = pymupdf.open(stream=handle.read(), filetype="pdf")
-    except Exception as exc:
-        log.info("Quote boxes: the original of document %s cannot be opened (%s)", document.pk, exc)
-        yield None
-        return
-    with opened:
-        yield None if opened.needs_pass else opened
+            # The stored file on disk; in an object store a temporary copy, deleted at the end.
+            original = stack.enter_context(local_copy(document.file))
+            opened = stack.enter_context(pymupdf.open(original, filetype="pdf"))
+        except Exception as exc:
+            log.info("Quote boxes: the original of document %s cannot be opened (%s)", document.pk, exc)
+            opened = None
+        yield None if opened is None or opened.needs_pass else opened
 
 
 def _quote_box(pdf: Any, page: Page, hit: Hit, quote: str) -> Box | None:

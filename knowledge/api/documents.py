@@ -5,18 +5,24 @@ Uploads, video links and the versions' actions start ingestion: ingestion/api/do
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.fields.files import FieldFile
 from django.http import FileResponse, Http404, HttpResponse
 from django.http.response import HttpResponseBase
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.storage import open_stream, read_range
 from knowledge import actions
 from knowledge.access import access_collection, access_document, access_page
 from knowledge.api.serializers import DocumentSerializer, IndexVersionSerializer, PageSerializer
@@ -76,23 +82,38 @@ class DocumentOriginalView(APIView):
     )
     def get(self, request: Request, pk: int) -> HttpResponseBase:
         document = access_document(request.user, pk)
-        size = document.file.size
-        wanted = byte_range(request.headers.get("Range", ""), size)
-        if wanted is None:
-            response: HttpResponseBase = FileResponse(
-                document.file.open("rb"), as_attachment=True, filename=document.name, content_type=document.mime
-            )
-        elif wanted == UNSATISFIABLE:
-            response = HttpResponse(status=416)
-            response["Content-Range"] = f"bytes */{size}"
-        else:
-            start, end = wanted
-            with document.file.open("rb") as original:
-                original.seek(start)
-                response = HttpResponse(original.read(end - start + 1), status=206, content_type=document.mime)
-            response["Content-Range"] = f"bytes {start}-{end}/{size}"
+        with missing_file_is_404():
+            size = document.file.size
+            wanted = byte_range(request.headers.get("Range", ""), size)
+            if wanted is None:
+                response: HttpResponseBase = FileResponse(
+                    open_stream(document.file.storage, document.file.name),
+                    as_attachment=True,
+                    filename=document.name,
+                    content_type=document.mime,
+                )
+                response["Content-Length"] = str(size)  # a stream from an object store cannot tell
+            elif wanted == UNSATISFIABLE:
+                response = HttpResponse(status=416)
+                response["Content-Range"] = f"bytes */{size}"
+            else:
+                start, end = wanted
+                # At most MAX_RANGE bytes, fetched as a ranged read (never the whole object).
+                data = read_range(document.file.storage, document.file.name, start, end)
+                response = HttpResponse(data, status=206, content_type=document.mime)
+                response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Accept-Ranges"] = "bytes"
         return response
+
+
+@contextmanager
+def missing_file_is_404() -> Iterator[None]:
+    """A stored file deleted behind the portal's back (by hand, by a bucket policy) is a
+    readable 404, as JSON like the API's other errors, not a 500."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise NotFound(_("The stored file is missing; upload the document again.")) from None
 
 
 UNSATISFIABLE = (-1, -1)
@@ -120,9 +141,10 @@ class PageRenderView(APIView):
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         page = access_page(request.user, pk)
-        if not ensure_render(page):
-            raise Http404
-        return FileResponse(page.render.open("rb"), content_type="image/png")
+        with missing_file_is_404():
+            if not ensure_render(page):
+                raise Http404
+            return _png(page.render)
 
 
 class PageImageView(APIView):
@@ -135,7 +157,13 @@ class PageImageView(APIView):
         image = PageImage.objects.filter(page=page, sha256=sha256).first()
         if image is None:
             raise Http404
-        return FileResponse(image.file.open("rb"), content_type="image/png")
+        with missing_file_is_404():
+            return _png(image.file)
+
+
+def _png(stored: FieldFile) -> FileResponse:
+    """A stored PNG, streamed; FileNotFoundError (before any byte is sent) when it is gone."""
+    return FileResponse(open_stream(stored.storage, stored.name or ""), content_type="image/png")
 
 
 class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
