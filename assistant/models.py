@@ -92,3 +92,61 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+
+class ClockTimestamp(models.Func):
+    """PostgreSQL's clock_timestamp(): the time of each row's insert, distinct within one
+    transaction (now() is the transaction's start), so rows written together keep their order."""
+
+    template = "clock_timestamp()"
+    output_field = models.DateTimeField()
+
+
+class MemoryHistory(models.Model):
+    """mem0's change log of each memory (its "history" table, which mem0 keeps in SQLite), in
+    the portal's database so that every web and worker process, on any machine, reads and
+    writes the same one. Written and read by assistant.memory.history only (raw SQL on mem0's
+    connection pool, like the memories themselves): mem0's columns as mem0 gives them, its
+    timestamps kept as its ISO-8601 strings. A memory's rows belong to the memory's user
+    (memory_mem0.payload->>'user_id'); the service shows them to that user only."""
+
+    id = models.UUIDField(primary_key=True)
+    memory_id = models.TextField(_("memory"), db_index=True)
+    old_memory = models.TextField(_("old text"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    new_memory = models.TextField(_("new text"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    event = models.CharField(_("event"), max_length=16)  # ADD, UPDATE, DELETE
+    created_at = models.TextField(_("created"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    updated_at = models.TextField(_("updated"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    is_deleted = models.BooleanField(_("deleted"), default=False)
+    actor_id = models.TextField(_("actor"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    role = models.TextField(_("role"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    recorded_at = models.DateTimeField(_("recorded"), db_default=ClockTimestamp())
+
+    class Meta:
+        db_table = "memory_history"
+        verbose_name = _("memory change")
+        verbose_name_plural = _("memory changes")
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.memory_id}"
+
+
+class MemoryMessage(models.Model):
+    """mem0's copy of the last messages of each scope ("user_id=<uid>"), which it gives its
+    extraction as context: at most ten per scope, mem0's "messages" table."""
+
+    id = models.UUIDField(primary_key=True)
+    session_scope = models.TextField(_("scope"), db_index=True)
+    role = models.TextField(_("role"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    content = models.TextField(_("content"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    name = models.TextField(_("name"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    created_at = models.TextField(_("created"), null=True)  # noqa: DJ001 (mem0 tells None from "")
+    recorded_at = models.DateTimeField(_("recorded"), db_default=ClockTimestamp())
+
+    class Meta:
+        db_table = "memory_messages"
+        verbose_name = _("remembered message")
+        verbose_name_plural = _("remembered messages")
+
+    def __str__(self) -> str:
+        return f"{self.session_scope}: {(self.content or '')[:60]}"

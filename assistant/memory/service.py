@@ -16,7 +16,6 @@ import logging
 import threading
 import uuid
 from collections.abc import Sequence
-from contextlib import closing
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, overload
@@ -26,11 +25,11 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from mem0.exceptions import LLMError
 
-from assistant.memory import backends, revisions
+from assistant.memory import backends, history, revisions
 from assistant.memory.errors import MemoryAccessError, MemoryInputError, MemoryNotFound, MemoryUnavailable
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
-from assistant.memory.setup import build, stored_dims
+from assistant.memory.setup import build, sqlite_history_path, stored_dims
 from audit.log import record
 from audit.models import Action
 from common.language import Language, language_of
@@ -324,9 +323,7 @@ class Memories:
         return [_item(row) for row in rows if row and row.get("user_id") == uid]
 
     def _erase_history(self, ids: list[str], *, scope: str | None) -> None:
-        history = self._mem0.db
-        with history._lock:
-            erase_history(history.connection, ids, scope=scope)
+        self._mem0.db.erase(ids, scope=scope)
 
     def close(self) -> None:
         self._store.close()
@@ -422,12 +419,10 @@ def forget_user(uid: str) -> int:
             [uid],
         )
         ids = [str(row[0]) for row in cursor.fetchall()]
-    history = settings.MEM0_DIR / "history.db"
-    if history.exists():
-        import sqlite3
-
-        with closing(sqlite3.connect(history)) as db:
-            erase_history(db, ids, scope=f"user_id={uid}")
+        history.erase(cursor, ids, scope=f"user_id={uid}")
+    old = sqlite_history_path()
+    if old.exists():  # not imported yet (memory has been off since): its rows must not come back
+        history.erase_sqlite(old, ids, scope=f"user_id={uid}")
     _record_purge(uid, len(ids))
     return len(ids)
 
@@ -445,18 +440,6 @@ def _record_purge(uid: str, count: int) -> None:
         owner_id=owner,
         changes={"memories": (count, 0)},
     )
-
-
-def erase_history(db: Any, ids: list[str], *, scope: str | None) -> None:
-    """Delete from mem0's SQLite history the changes of these memories (mem0 keeps a deleted
-    memory's text there) and, with a scope ("user_id=<uid>"), its copy of that user's recent
-    messages."""
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        db.execute(f"DELETE FROM history WHERE memory_id IN ({','.join('?' * len(batch))})", batch)  # noqa: S608
-    if scope is not None:
-        db.execute("DELETE FROM messages WHERE session_scope = ?", (scope,))
-    db.commit()
 
 
 # One per process, built on first use (the embedder and a connection pool).

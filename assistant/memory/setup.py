@@ -1,18 +1,23 @@
 """mem0 on the portal's own database and models: building it (`build`) and checking that its
-table's vectors match the embedding model (`check_dims`, also a Django system check)."""
+table's vectors match the embedding model (`check_dims`, also a Django system check). Its
+history is in the portal's database too (assistant.memory.history): no SQLite file."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connections
 from psycopg.conninfo import make_conninfo
 
-from assistant.memory import backends
+from assistant.memory import backends, history
 from assistant.memory.errors import MemoryUnavailable
 from providers import registry
 from providers.base import ProviderError
+
+log = logging.getLogger(__name__)
 
 
 def conninfo() -> str:
@@ -28,7 +33,6 @@ def build() -> Any:
     or its table was built for another embedding size."""
     if not settings.MEMORY_ENABLED:
         raise MemoryUnavailable("memory is off (PORTAL_MEMORY=false)")
-    from mem0 import Memory
     from mem0.configs.base import MemoryConfig
     from mem0.configs.vector_stores.pgvector import PGVectorConfig
     from mem0.embeddings.configs import EmbedderConfig
@@ -49,15 +53,36 @@ def build() -> Any:
         maxconn=4,
     )
     check_dims(dims)
-    settings.MEM0_DIR.mkdir(parents=True, exist_ok=True)
+    import_sqlite_history()
     # model_construct: mem0's config models accept only the providers they list.
     config = MemoryConfig.model_construct(
         vector_store=VectorStoreConfig.model_construct(provider=backends.STORE, config=store),
         embedder=EmbedderConfig.model_construct(provider=backends.EMBEDDER, config={"embedding_dims": dims}),
         llm=_llm_config(LlmConfig),
-        history_db_path=str(settings.MEM0_DIR / "history.db"),
+        history_db_path=history.NO_FILE,
     )
-    return Memory(config)
+    return history.PortalMemory(config)
+
+
+def sqlite_history_path() -> Path:
+    """Where mem0 kept its history before it moved to PostgreSQL."""
+    return Path(settings.MEM0_DIR) / "history.db"
+
+
+def import_sqlite_history(path: Path | None = None) -> history.Imported | None:
+    """Move mem0's old SQLite history into the portal's tables, once: at the first build of
+    mem0 in any process (web, worker, `manage.py memory --import-sqlite-history`) on the
+    machine that has the file; the file is then renamed and never read again. None: no file."""
+    imported = history.import_sqlite(path or sqlite_history_path(), conninfo())
+    if imported is not None:
+        log.info(
+            "mem0's history was moved from %s into PostgreSQL (%d changes, %d messages); the file is now %s",
+            imported.path,
+            imported.history,
+            imported.messages,
+            imported.renamed_to,
+        )
+    return imported
 
 
 def _llm_config(config_class: Any) -> Any:

@@ -21,7 +21,7 @@ from django.db import connection
 from assistant import checks
 from assistant.answering.events import Citations, Done, MemoryUsed, only
 from assistant.answering.pipeline import answer_events, start
-from assistant.memory import backends, service, setup
+from assistant.memory import backends, history, service, setup
 from assistant.memory.service import (
     MemoryAccessError,
     MemoryInputError,
@@ -411,7 +411,8 @@ def test_memory_is_configured_inside_the_portal_and_never_phones_home(settings):
     assert telemetry.MEM0_TELEMETRY is False
     assert os.environ["MEM0_DIR"] == str(settings.MEM0_DIR)
     mem0 = memories()._mem0
-    assert mem0.db.db_path == str(settings.MEM0_DIR / "history.db")
+    assert isinstance(mem0.db, history.PostgresHistory)  # mem0's history in the portal's database
+    assert not (settings.MEM0_DIR / "history.db").exists()
     assert isinstance(mem0.vector_store, backends.PortalPGVector)
     assert isinstance(mem0.embedding_model, backends.PortalEmbedding)
     assert isinstance(mem0.llm, backends.PortalLLM)
