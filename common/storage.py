@@ -19,12 +19,45 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.files.storage import Storage
+
+if TYPE_CHECKING:
+    from django.core.files.storage import Storage
 
 CHUNK = 1 << 20  # bytes read at a time when copying or hashing
+
+
+def s3_options(
+    *, endpoint_url: str, bucket: str, region: str, access_key: str, secret_key: str, timeout: int
+) -> dict[str, object]:
+    """django-storages' S3Storage options for the portal's files (settings.STORAGES), from the
+    PORTAL_S3_* settings: path-style addressing (MinIO, Ceph), no ACL and no presigned URLs
+    (files are served only through the portal's access-checked routes), short timeouts."""
+    from botocore.config import Config
+
+    return {
+        "bucket_name": bucket,
+        "endpoint_url": endpoint_url or None,
+        "region_name": region,
+        "access_key": access_key,
+        "secret_key": secret_key,
+        # Never overwrite: two documents with the same content get two objects, as on disk,
+        # so that deleting one leaves the other's original in place.
+        "file_overwrite": False,
+        "default_acl": None,
+        "querystring_auth": False,
+        # A file opened whole (S3File) spills to a temporary file past this size.
+        "max_memory_size": 8 << 20,
+        "client_config": Config(
+            s3={"addressing_style": "path"},  # no bucket names in host names
+            connect_timeout=timeout,
+            read_timeout=timeout * 3,
+            retries={"max_attempts": 2, "mode": "standard"},
+            signature_version="s3v4",
+        ),
+    }
 
 
 def is_object_store(storage: Storage) -> bool:

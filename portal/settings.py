@@ -209,29 +209,16 @@ S3_TIMEOUT = env_int("PORTAL_S3_TIMEOUT", 10, minimum=1)  # seconds to connect, 
 # reads the store with them while PORTAL_STORAGE is already local.
 S3_STORAGE_OPTIONS: dict[str, object] = {}
 if STORAGE_KIND == "s3" or S3_BUCKET:
-    from botocore.config import Config as _S3Config
+    from common.storage import s3_options
 
-    S3_STORAGE_OPTIONS = {
-        "bucket_name": S3_BUCKET,
-        "endpoint_url": S3_ENDPOINT_URL or None,
-        "region_name": S3_REGION,
-        "access_key": S3_ACCESS_KEY_ID,
-        "secret_key": S3_SECRET_ACCESS_KEY,
-        # Never overwrite: two documents with the same content get two objects, as on disk,
-        # so that deleting one leaves the other's original in place.
-        "file_overwrite": False,
-        "default_acl": None,
-        "querystring_auth": False,
-        # A file opened whole (S3File) spills to a temporary file past this size.
-        "max_memory_size": 8 << 20,
-        "client_config": _S3Config(
-            s3={"addressing_style": "path"},  # MinIO, Ceph: no bucket names in host names
-            connect_timeout=S3_TIMEOUT,
-            read_timeout=S3_TIMEOUT * 3,
-            retries={"max_attempts": 2, "mode": "standard"},
-            signature_version="s3v4",
-        ),
-    }
+    S3_STORAGE_OPTIONS = s3_options(
+        endpoint_url=S3_ENDPOINT_URL,
+        bucket=S3_BUCKET,
+        region=S3_REGION,
+        access_key=S3_ACCESS_KEY_ID,
+        secret_key=S3_SECRET_ACCESS_KEY,
+        timeout=S3_TIMEOUT,
+    )
 STORAGES: dict[str, dict[str, object]] = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
