@@ -5,9 +5,11 @@ history is in the portal's database too (assistant.memory.history): no SQLite fi
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connections
 from psycopg.conninfo import make_conninfo
@@ -53,7 +55,7 @@ def build() -> Any:
         maxconn=4,
     )
     check_dims(dims)
-    import_sqlite_history()
+    _import_at_start()
     # model_construct: mem0's config models accept only the providers they list.
     config = MemoryConfig.model_construct(
         vector_store=VectorStoreConfig.model_construct(provider=backends.STORE, config=store),
@@ -62,6 +64,20 @@ def build() -> Any:
         history_db_path=history.NO_FILE,
     )
     return history.PortalMemory(config)
+
+
+def _import_at_start() -> None:
+    """The import at a process's first build: a file that cannot be read is logged, not fatal
+    (memory works without its old history; the file stays, for the command to retry)."""
+    try:
+        import_sqlite_history()
+    except (sqlite3.Error, psycopg.Error, OSError) as exc:
+        log.error(
+            "mem0's old history %s could not be moved into PostgreSQL: %s. Memory works without it; "
+            "`manage.py memory --import-sqlite-history` tries again.",
+            sqlite_history_path(),
+            exc,
+        )
 
 
 def sqlite_history_path() -> Path:

@@ -242,6 +242,19 @@ def test_an_import_of_a_history_from_an_older_mem0_fills_what_it_lacks(settings,
     assert (row.event, row.new_memory, row.created_at, row.is_deleted) == ("ADD", "旧版本的记忆", None, False)
 
 
+def test_an_unreadable_old_history_does_not_stop_memory(settings, tmp_path, caplog):
+    settings.MEM0_DIR = tmp_path
+    (tmp_path / "history.db").write_text("not a database")
+    mem0 = setup.build()
+    try:
+        assert isinstance(mem0.db, history.PostgresHistory)
+    finally:
+        mem0.vector_store.close()
+        mem0.close()
+    assert (tmp_path / "history.db").exists()  # left for the command to retry
+    assert "could not be moved into PostgreSQL" in caplog.text
+
+
 def test_a_history_file_that_is_not_sqlite_is_a_readable_error(tmp_path):
     path = tmp_path / "history.db"
     path.write_text("not a database")
