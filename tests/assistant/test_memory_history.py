@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -95,6 +96,24 @@ def test_a_history_written_by_one_memory_is_read_by_another_and_by_another_proce
         [sys.executable, "-c", script, setup.conninfo(), memory_id], capture_output=True, text=True, check=True
     )
     assert json.loads(done.stdout) == [["ADD", PREFERENCE], ["UPDATE", "用户喜欢带表格的简短回答"]]
+
+
+def test_web_threads_write_one_history_at_once():
+    """Requests in threads share the process's mem0: its history takes them all at once."""
+    db = memories()._mem0.db
+    ids = [str(uuid.uuid4()) for _ in range(8)]
+    scope = f"user_id={uuid.uuid4()}"
+
+    def write(memory_id: str) -> None:
+        for n in range(5):
+            db.add_history(memory_id, None, f"第 {n} 次", "ADD" if n == 0 else "UPDATE", updated_at=f"2026-01-0{n + 1}")
+            db.save_messages([{"role": "user", "content": f"{memory_id} {n}"}], scope)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(write, ids))
+    for memory_id in ids:
+        assert [c["new_memory"] for c in db.get_history(memory_id)] == [f"第 {n} 次" for n in range(5)]
+    assert len(db.get_last_messages(scope, limit=100)) == 10
 
 
 def test_the_service_shows_the_history_to_the_owner_only(alice, bob):
