@@ -90,3 +90,18 @@ def test_settings_name_what_is_missing(env, variable):
     )
     assert result.returncode != 0
     assert f"ImproperlyConfigured: {variable}" in result.stderr
+
+
+def test_healthz_reports_the_object_store(s3_server, settings, client, db):
+    """/healthz carries a `storage` entry with PORTAL_STORAGE=s3, naming the key settings when
+    the store refuses the keys; with local files it has no such entry. (No worker runs here,
+    so /healthz is a 503 whatever the store says: only the entry is checked.)"""
+    assert "storage" not in client.get("/healthz").json()
+    use_s3(settings, s3_server, new_bucket(s3_server))
+    assert client.get("/healthz").json()["storage"]["ok"] is True
+    use_s3(settings, s3_server, new_bucket(s3_server), secret_key="not-the-secret-key-at-all")
+    response = client.get("/healthz")
+    storage = response.json()["storage"]
+    assert storage["ok"] is False
+    assert "PORTAL_S3_SECRET_ACCESS_KEY" in storage["detail"]
+    assert "not-the-secret-key-at-all" not in response.content.decode()
