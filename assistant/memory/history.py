@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, closing
@@ -67,7 +66,6 @@ class PostgresHistory:
 
     def __init__(self, cursors: Callable[..., AbstractContextManager[Any]]) -> None:
         self._cursors = cursors
-        self._lock = threading.Lock()  # mem0's attribute; PostgreSQL does the locking
 
     def add_history(
         self,
