@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from portal.health import database_unreachable, storage_unreachable
 
@@ -44,5 +45,21 @@ def _storage_errors() -> list[CheckMessage]:
             problem,
             hint="Check PORTAL_S3_ENDPOINT_URL, PORTAL_S3_BUCKET and the PORTAL_S3_* keys (or PORTAL_STORAGE=local).",
             id="portal.E002",
+        )
+    ]
+
+
+@register(deploy=True)
+def check_secret_key_shared(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """`check --deploy` with files in an object store (more than one machine, then): a
+    SECRET_KEY generated into var/secret_key differs on each machine, so sessions, reset
+    links and sources' credentials would not hold across them (docs/machines.md)."""
+    if settings.SECRET_KEY_FROM_ENV or settings.STORAGE_KIND != "s3":
+        return []
+    return [
+        Warning(
+            "SECRET_KEY was generated on this machine (var/secret_key): each machine of a cluster makes its own.",
+            hint="Set SECRET_KEY in the environment, the same on every machine.",
+            id="portal.W001",
         )
     ]

@@ -38,6 +38,8 @@ VAR_DIR = Path(env_str("PORTAL_VAR_DIR") or BASE_DIR / "var").resolve()
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = load_secret_key(VAR_DIR)
+# Whether it came from the environment (else generated into var/secret_key, per machine).
+SECRET_KEY_FROM_ENV = bool(env_str("SECRET_KEY"))
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -414,9 +416,10 @@ ASK_RATE_PER_MINUTE = env_int("PORTAL_ASK_RATE_PER_MINUTE", 20, minimum=1)
 # Per-user memory (assistant/memory, mem0): on or off, how many of the user's memories are
 # searched for each question and given to the chat model, the least dense similarity (cosine,
 # 0-1) for a memory that shares no word with the question to count as about it (0.9 suits the
-# local e5 model; shared words always count), and the extraction's answer length. mem0's
-# history database (its change log of each memory) lives in MEM0_DIR; the memories
-# themselves are in PostgreSQL, table MEMORY_TABLE.
+# local e5 model; shared words always count), and the extraction's answer length. The memories
+# are in PostgreSQL (table MEMORY_TABLE), and so is mem0's history of each memory (tables
+# memory_history and memory_messages, assistant/memory/history.py); MEM0_DIR keeps only
+# mem0's own config.json, and a history.db of before issue 24 until it is imported.
 MEMORY_ENABLED = env_bool("PORTAL_MEMORY", True)
 MEMORY_SEARCH_LIMIT = env_int("PORTAL_MEMORY_SEARCH_LIMIT", 5, minimum=1)
 MEMORY_MIN_SCORE = env_float("PORTAL_MEMORY_MIN_SCORE", 0.9, minimum=0.0)

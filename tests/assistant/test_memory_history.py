@@ -255,8 +255,11 @@ def test_an_import_of_a_history_from_an_older_mem0_fills_what_it_lacks(settings,
     db.execute("INSERT INTO history VALUES ('not-a-uuid', ?, '旧版本的记忆', 'ADD')", (memory_id,))
     db.commit()
     db.close()
-    assert history.import_sqlite(path, setup.conninfo(), rename=False).history == 1
-    assert history.import_sqlite(path, setup.conninfo(), rename=False).history == 0  # the same id again
+    first = history.import_sqlite(path, setup.conninfo(), rename=False)
+    again = history.import_sqlite(path, setup.conninfo(), rename=False)
+    assert first is not None
+    assert again is not None
+    assert (first.history, again.history) == (1, 0)  # the same id again adds nothing
     (row,) = MemoryHistory.objects.filter(memory_id=memory_id)
     assert (row.event, row.new_memory, row.created_at, row.is_deleted) == ("ADD", "旧版本的记忆", None, False)
 

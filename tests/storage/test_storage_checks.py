@@ -105,3 +105,16 @@ def test_healthz_reports_the_object_store(s3_server, settings, client, db):
     assert storage["ok"] is False
     assert "PORTAL_S3_SECRET_ACCESS_KEY" in storage["detail"]
     assert "not-the-secret-key-at-all" not in response.content.decode()
+
+
+def test_a_cluster_is_warned_about_a_secret_key_generated_per_machine(settings):
+    from portal.checks import check_secret_key_shared
+
+    settings.STORAGE_KIND, settings.SECRET_KEY_FROM_ENV = "s3", False
+    (warning,) = check_secret_key_shared()
+    assert warning.id == "portal.W001"
+    assert "SECRET_KEY" in str(warning.hint)
+    settings.SECRET_KEY_FROM_ENV = True
+    assert check_secret_key_shared() == []
+    settings.STORAGE_KIND, settings.SECRET_KEY_FROM_ENV = "local", False
+    assert check_secret_key_shared() == []  # one machine: a generated key is fine
