@@ -17,7 +17,6 @@ from django.utils.translation import gettext as _
 from audit.log import record
 from audit.models import Action
 from knowledge.actions import clean_document_path, do_delete_document
-from knowledge.models import Collection
 from sources import schedule
 from sources.hosts import check_host
 from sources.models import Source, SyncRun
@@ -146,7 +145,3 @@ def _send(run_id: int) -> None:
     from sources.tasks import sync_source
 
     sync_source.delay(run_id)
-
-
-def sources_of(collection: Collection) -> Any:
-    return collection.sources.order_by("name")

@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.files.base import File
@@ -37,7 +36,6 @@ from audit.log import record
 from audit.models import Action
 from ingestion import pipeline
 from ingestion.actions import do_add_document
-from ingestion.models import IngestionRun
 from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
 from knowledge.events import send_collection_event
 from knowledge.models import Document
@@ -299,10 +297,3 @@ def _finish(run: SyncRun, syncer: Syncer | None, error: str) -> None:
     run.save(update_fields=fields)
     Source.objects.filter(pk=run.source_id).update(last_sync_at=now)
     send_collection_event(run.source.collection_id, run.as_event())
-
-
-def ingest_runs(run: SyncRun) -> Any:
-    """The ingestion runs a sync queued (those of its documents created after it started)."""
-    return IngestionRun.objects.filter(
-        document__source_file__source=run.source, created_at__gte=run.started_at or run.created_at
-    )
