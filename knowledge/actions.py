@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 def do_create_team(user: User, name: str, description: str = "") -> Team:
     """A new team, with its creator as its first admin."""
-    name = _clean_name(name)
+    name = clean_name(name)
     if Team.objects.filter(name__iexact=name).exists():
         raise ValidationError(_("A team named “%(name)s” already exists.") % {"name": name})
     with transaction.atomic():
@@ -224,7 +224,7 @@ def _mail_invitation(invitation: Invitation) -> None:
 
 
 def do_create_collection(user: User, name: str, *, team: Team | None = None, description: str = "") -> Collection:
-    name = _clean_name(name)
+    name = clean_name(name)
     if team is not None and not Team.objects.with_role_at_least(user, Role.EDITOR).filter(pk=team.pk).exists():
         raise PermissionDenied(_("Only editors and admins of the team can create its collections."))
     owner_user = user if team is None else None
@@ -241,7 +241,7 @@ def do_create_collection(user: User, name: str, *, team: Team | None = None, des
 
 def do_rename_collection(collection: Collection, name: str, description: str | None = None) -> Collection:
     before = {"name": collection.name, "description": collection.description}
-    collection.name = _clean_name(name)
+    collection.name = clean_name(name)
     fields = ["name", "updated_at"]
     if description is not None:
         collection.description = description
@@ -287,7 +287,7 @@ def do_create_token(user: User, name: str) -> tuple[ApiToken, str]:
     """The new token and its key, which is shown once and never stored."""
     key = new_key()
     with transaction.atomic():
-        token = ApiToken.objects.create(user=user, name=_clean_name(name), prefix=key[:10], key_hash=hash_key(key))
+        token = ApiToken.objects.create(user=user, name=clean_name(name), prefix=key[:10], key_hash=hash_key(key))
         record(Action.TOKEN_CREATE, token, owner_id=user.pk, actor=user)
     return token, key
 
@@ -302,12 +302,23 @@ def do_revoke_token(token: ApiToken) -> None:
         access_changed([token.user_id], token_ids=[token.pk])
 
 
-def _clean_name(name: str) -> str:
+# Characters that reorder the text around them (U+202A-U+202E, U+2066-U+2069, U+200E/F,
+# U+061C): "a\u202egpj.exe" shows as "aexe.jpg". Refused in names rather than removed, so a
+# person sees why.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def clean_name(name: str, limit: int = 100) -> str:
+    """A name of a team, collection, source or token: whitespace runs made one space, at
+    most `limit` characters; ValidationError when nothing visible is left (only spaces or
+    invisible characters such as U+200B) or when it holds a bidirectional control."""
     name = " ".join((name or "").split())
-    if not name:
+    if any(char in BIDI_CONTROLS for char in name):
+        raise ValidationError(_("Names cannot contain characters that change the direction of the text."))
+    if not any(char.isprintable() and not char.isspace() for char in name):
         raise ValidationError(_("A name is required."))
-    if len(name) > 100:
-        raise ValidationError(_("Names can be at most 100 characters long."))
+    if len(name) > limit:
+        raise ValidationError(_("Names can be at most %(limit)s characters long.") % {"limit": limit})
     return name
 
 

@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
-from knowledge.actions import clean_document_path, do_delete_document
+from knowledge.actions import clean_document_path, clean_name, do_delete_document
 from sources import schedule
 from sources.hosts import check_host
 from sources.models import Source, SyncRun
@@ -31,11 +31,13 @@ FIELDS += ("include", "exclude", "schedule", "link_template", "enabled")
 def check_source(source: Source) -> None:
     """Every field of the source usable for its kind, or ValidationError({field: message})."""
     errors: dict[str, str] = {}
-    source.name = " ".join(source.name.split())
-    if not source.name:
-        errors["name"] = _("A name is required.")
-    elif Source.objects.filter(collection=source.collection, name=source.name).exclude(pk=source.pk).exists():
-        errors["name"] = _("The collection already has a source with this name.")
+    try:
+        source.name = clean_name(source.name)
+    except ValidationError as exc:
+        errors["name"] = " ".join(exc.messages)
+    else:
+        if Source.objects.filter(collection=source.collection, name=source.name).exclude(pk=source.pk).exists():
+            errors["name"] = _("The collection already has a source with this name.")
     url = source.url = source.url.strip()
     if source.kind in (Source.Kind.FOLDER,) or (source.kind == Source.Kind.GIT and url and "://" not in url):
         if not url:
