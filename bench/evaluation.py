@@ -53,7 +53,7 @@ from knowledge import actions  # noqa: E402
 from knowledge.models import Collection, Document, IndexVersion  # noqa: E402
 from portal.supervisor import EVALUATION_QUEUE, worker_command  # noqa: E402
 from providers import registry  # noqa: E402
-from quality import runs  # noqa: E402
+from quality.actions import do_start_evaluation  # noqa: E402
 from quality.models import EvaluationRun, GoldenQuestion  # noqa: E402
 from tests.stack import process, wait_for  # noqa: E402
 
@@ -166,7 +166,7 @@ def wait(run: EvaluationRun, timeout: float = 1800) -> EvaluationRun:
 
 def timed_run(collection: Collection, version: IndexVersion) -> dict[str, Any]:
     queued = time.perf_counter()
-    run = wait(runs.start_run(collection, version))
+    run = wait(do_start_evaluation(collection, version))
     return {
         "status": run.status,
         "error": run.error,

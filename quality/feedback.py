@@ -2,7 +2,8 @@
 with an optional comment or correction ("the right answer is … on page … of …"), kept with a
 snapshot of what the answer was made of (question, citations, strategy, timings, the index
 versions searched and the models used), so the verdict still means something after the
-message, the index or the models change (docs/quality.md)."""
+message, the index or the models change (docs/quality.md). The writes are
+quality.actions.do_give_feedback and do_delete_feedback."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.http import Http404
+from django.db.models import QuerySet
 from django.utils.translation import gettext as _
 
-from assistant.models import Message
+from assistant.models import Conversation, Message
 from knowledge.access import get_or_404
 from knowledge.models import Collection, Document
 from portal.typing import AnyUser
@@ -25,13 +25,14 @@ CITATION_FIELDS = ("file", "path", "page", "document_id", "collection_id", "chun
 
 
 def access_answer(user: AnyUser, message_id: int | str) -> Message:
-    """One message of the user's own conversations; anyone else's does not exist."""
-    if not user.is_authenticated:
-        raise Http404(_("Not found."))
-    message: Message = get_or_404(
-        Message.objects.filter(conversation__user=user).select_related("conversation"), message_id
-    )
-    return message
+    """One message of the user's own conversations; anyone else's does not exist (the rule
+    of assistant.access.access_conversation: a conversation is its user's alone)."""
+    return get_or_404(answers_of(user).select_related("conversation"), message_id)
+
+
+def answers_of(user: AnyUser) -> QuerySet[Message]:
+    """The messages of the conversations the user may see."""
+    return Message.objects.filter(conversation__in=Conversation.objects.visible_to(user))
 
 
 def feedback_on(user: AnyUser, message: Message) -> Feedback | None:
@@ -122,6 +123,20 @@ def question_before(message: Message) -> str:
     return asked or ""
 
 
+def snapshot_of(message: Message) -> dict[str, Any]:
+    """What made the answer, kept with the feedback: readable when the message goes."""
+    return {
+        "question": question_before(message),
+        "answer": message.content,
+        "citations": compact_citations(message.citations),
+        "strategy": message.strategy,
+        "abstain": message.abstain,
+        "timings": message.timings,
+        "versions": versions_of(message),
+        "models_used": message.models_used,
+    }
+
+
 def compact_citations(citations: list[Any]) -> list[dict[str, Any]]:
     return [
         {key: cited.get(key) for key in CITATION_FIELDS if key in cited}
@@ -136,49 +151,3 @@ def versions_of(message: Message) -> list[dict[str, Any]]:
         for entry in message.searched
         if isinstance(entry, dict)
     ]
-
-
-def give_feedback(
-    user: AnyUser,
-    message: Message,
-    rating: str,
-    comment: str = "",
-    correct_answer: str = "",
-    correct_document: Document | int | None = None,
-    correct_page: int | None = None,
-) -> Feedback:
-    """Creates or replaces the user's feedback on one answer of their own conversation."""
-    if not user.is_authenticated or message.conversation.user_id != user.pk:
-        raise Http404(_("Not found."))
-    check_rateable(message)
-    if rating not in Feedback.Rating.values:
-        raise ValidationError({"rating": [_("Rate the answer up or down.")]})
-    document = check_correction(user, message, correct_document, correct_page)
-    snapshot = {
-        "user": user,
-        "rating": rating,
-        "comment": comment.strip(),
-        "correct_answer": correct_answer.strip(),
-        "correct_document": document,
-        "correct_page": correct_page if document else None,
-        "question": question_before(message),
-        "answer": message.content,
-        "citations": compact_citations(message.citations),
-        "strategy": message.strategy,
-        "abstain": message.abstain,
-        "timings": message.timings,
-        "versions": versions_of(message),
-        "models_used": message.models_used,
-    }
-    with transaction.atomic():
-        feedback, _created = Feedback.objects.update_or_create(message=message, defaults=snapshot)
-        feedback.collections.set(Collection.objects.filter(pk__in=searched_ids(message)))
-    return feedback
-
-
-def delete_feedback(user: AnyUser, message: Message) -> None:
-    """Withdraws the user's feedback on one of their answers; 404 when there is none."""
-    feedback = feedback_on(user, message)
-    if feedback is None:
-        raise Http404(_("You have not given feedback on this answer."))
-    feedback.delete()

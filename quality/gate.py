@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 
 from knowledge.models import IndexVersion
-from quality import runs
+from quality.actions import do_start_evaluation
 
 
 def hold_for_evaluation(version: IndexVersion) -> bool:
@@ -18,7 +18,7 @@ def hold_for_evaluation(version: IndexVersion) -> bool:
     if active is None or active.pk == version.pk:
         return False
     try:
-        runs.start_run(collection, version, baseline=active)
+        do_start_evaluation(collection, version, baseline=active)
     except ValidationError:
         return False  # nothing to evaluate with: the version flips as it always has
     return True

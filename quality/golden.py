@@ -1,10 +1,9 @@
-"""A collection's golden questions: added by hand, made from a feedback item ("turn into a
-test"), imported and exported as JSON Lines in the public evaluation's format
-(eval/questions.jsonl). The callers check access: views and the API fetch the collection
-with `access_collection(..., manage=True)` before they write.
+"""The rules of a collection's golden questions: added by hand, made from a feedback item
+("turn into a test"), imported and exported as JSON Lines in the public evaluation's format
+(eval/questions.jsonl). The writes are quality.actions' `do_*`, which go through these
+checks, so that the page, the API and an import keep the same rules.
 
-`check_*` raise ValidationError with a message a person can act on; the writes go through
-them, so that the page, the API and an import keep the same rules. A gold entry without a
+`check_*` raise ValidationError with a message a person can act on. A gold entry without a
 page (or with page 0) is any page of its file: the public format needs a page, so an import
 accepts a missing one and an export leaves it out."""
 
@@ -13,14 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.db.models import Max
 from django.utils.translation import gettext as _
 
 from assistant.retrieval.evaluation import LANGS, TYPES, UNANSWERABLE, QuestionFileError, parse_question
+from common import jsonlimits
 from common.language import language_of
 from knowledge.models import Collection, Document
 from portal.models import User
@@ -38,7 +37,12 @@ FIELDS = ("key", "question", "lang", "kind", "gold", "keys", "history")
 class ImportResult:
     imported: int = 0
     updated: int = 0
-    errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, message)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (line number, message); 0: the whole file
+
+    @property
+    def stored(self) -> int:
+        """Questions added or changed: none means the import was refused as a whole."""
+        return self.imported + self.updated
 
 
 # Checks
@@ -49,6 +53,7 @@ def check_question(
 ) -> dict[str, Any]:
     """The fields of a golden question of `collection`, cleaned: `values` holds any of FIELDS
     (a missing one keeps `golden`'s value, or its default for a new question)."""
+    check_storable(values)  # before any of them reaches a query
     current = (
         golden.as_line() if golden else {"id": "", "lang": "", "type": "fact", "gold": [], "keys": [], "history": []}
     )
@@ -191,77 +196,67 @@ def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
 
 
-# Writes
-
-
-def add_golden(
-    collection: Collection, user: User | None, *, feedback: Feedback | None = None, **fields: Any
-) -> GoldenQuestion:
-    """A new golden question of the collection; `fields` are any of FIELDS."""
-    _only_fields(fields)
-    cleaned = check_question(collection, fields)
-    return GoldenQuestion.objects.create(collection=collection, created_by=user, feedback=feedback, **cleaned)
-
-
-def update_golden(golden: GoldenQuestion, **fields: Any) -> GoldenQuestion:
-    """The question with the `fields` given changed; the others kept."""
-    _only_fields(fields)
-    cleaned = check_question(golden.collection, fields, golden=golden)
-    for name, value in cleaned.items():
-        setattr(golden, name, value)
-    golden.save()
-    return golden
-
-
-def delete_golden(golden: GoldenQuestion) -> None:
-    golden.delete()
-
-
-def _only_fields(fields: dict[str, Any]) -> None:
+def check_field_names(fields: dict[str, Any]) -> None:
+    """A programming error, not a person's: the writes take only FIELDS."""
     unknown = set(fields) - set(FIELDS)
     if unknown:
         raise TypeError(f"not fields of a golden question: {', '.join(sorted(unknown))}")
 
 
+def check_storable(values: object) -> None:
+    """PostgreSQL stores neither a NUL character nor half of a surrogate pair (which JSON's
+    "\\u0000" and "\\ud800" escapes can make), in text or in JSON: refused here, with a
+    reason, rather than failing the whole request when the row is written."""
+    if isinstance(values, str):
+        if "\x00" in values or (not values.isascii() and _has_surrogate(values)):
+            raise ValidationError(
+                _("The text holds a character that cannot be stored: a NUL (\\u0000) or half of a surrogate pair.")
+            )
+    elif isinstance(values, dict):
+        for value in values.values():
+            check_storable(value)
+    elif isinstance(values, list | tuple):
+        for value in values:
+            check_storable(value)
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 # JSON Lines
 
 
-def import_jsonl(collection: Collection, user: User | None, text: str) -> ImportResult:
-    """Each line of the public evaluation's format as a golden question of the collection: a
-    line whose id the collection has updates that question. A bad line (not JSON, an unknown
-    language or kind, a file the collection lacks, an id used twice in the file) is reported
-    with its number and reason; the other lines are imported, each in its own transaction."""
-    result = ImportResult()
-    seen: dict[str, int] = {}
-    lines = text.splitlines()
-    if len([line for line in lines if line.strip()]) > MAX_LINES:
-        result.errors.append((0, _("The file has more than %(limit)d questions; split it.") % {"limit": MAX_LINES}))
-        return result
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            values = parse_line(raw)
-            key = values["key"]
-            if key in seen:
-                raise ValidationError(
-                    _("The id “%(key)s” is used twice in the file (first on line %(line)d).")
-                    % {"key": key, "line": seen[key]}
-                )
-            seen[key] = number
-            with transaction.atomic():
-                existing = GoldenQuestion.objects.select_for_update().filter(collection=collection, key=key).first()
-                if existing is None:
-                    add_golden(collection, user, **values)
-                    result.imported += 1
-                else:
-                    update_golden(existing, **values)
-                    result.updated += 1
-        except ValidationError as exc:
-            result.errors.append((number, " ".join(exc.messages)))
-    if not lines or not any(line.strip() for line in lines):
-        result.errors.append((0, _("The file holds no questions.")))
-    return result
+def read_import(file: IO[bytes]) -> str:
+    """The text of an import, from an uploaded file or a request's body: at most
+    MAX_IMPORT_BYTES, UTF-8 (a byte order mark is dropped). The page and the API both read
+    an import through this, so that both refuse the same files with the same reason."""
+    data = file.read(MAX_IMPORT_BYTES + 1)
+    if len(data) > MAX_IMPORT_BYTES:
+        raise ValidationError(_("The file is larger than %(size)d MB: split it.") % {"size": MAX_IMPORT_BYTES >> 20})
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            _("The file is not UTF-8 text (byte %(position)d is not): save it as UTF-8 and import it again.")
+            % {"position": exc.start + 1}
+        ) from None
+
+
+def import_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of each question of an import; ValidationError when the file as a
+    whole cannot be imported (no question, or more than MAX_LINES). Lines are split on "\\n"
+    only: U+2028 or U+0085 inside a JSON string are part of the text (common.jsonlimits)."""
+    lines = list(jsonlimits.jsonl_lines(text))
+    if not lines:
+        raise ValidationError(_("The file holds no questions."))
+    if len(lines) > MAX_LINES:
+        raise ValidationError(_("The file has more than %(limit)d questions; split it.") % {"limit": MAX_LINES})
+    return lines
 
 
 def parse_line(raw: str) -> dict[str, Any]:
@@ -269,12 +264,7 @@ def parse_line(raw: str) -> dict[str, Any]:
     the public evaluation's own parser (assistant.retrieval.evaluation.parse_question), with
     a gold entry's missing page read as any page; the checks against the collection follow
     when the question is written."""
-    try:
-        entry = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(
-            _("Not valid JSON (%(reason)s at column %(column)d).") % {"reason": exc.msg, "column": exc.colno}
-        ) from None
+    entry = _decode(raw)
     if not isinstance(entry, dict):
         raise ValidationError(_("Each line must be a JSON object."))
     if not isinstance(entry.get("id"), str) or not entry["id"].strip():
@@ -303,7 +293,7 @@ def parse_line(raw: str) -> dict[str, Any]:
         parse_question(json.dumps({**entry, "gold": paged}), where)
     except QuestionFileError as exc:
         raise ValidationError(str(exc).removeprefix(f"{where}: ")) from None
-    return {
+    values = {
         "key": entry["id"].strip(),
         "question": entry["question"],
         "lang": entry["lang"],
@@ -312,6 +302,21 @@ def parse_line(raw: str) -> dict[str, Any]:
         "keys": keys,
         "history": history,
     }
+    check_storable(values)  # the id is looked up before the question is checked in full
+    return values
+
+
+def _decode(raw: str) -> Any:
+    try:
+        return jsonlimits.loads(raw)
+    except jsonlimits.TooDeep as exc:
+        raise ValidationError(str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            _("Not valid JSON (%(reason)s at column %(column)d).") % {"reason": exc.msg, "column": exc.colno}
+        ) from None
+    except ValueError:  # a number of more than 4,300 digits, say
+        raise ValidationError(_("Not valid JSON: a value could not be read.")) from None
 
 
 def export_jsonl(collection: Collection) -> str:
@@ -323,11 +328,11 @@ def export_jsonl(collection: Collection) -> str:
 # From feedback
 
 
-def golden_from_feedback(feedback: Feedback, collection: Collection, user: User) -> GoldenQuestion:
-    """ "Turn into a test": the feedback's question, with the corrected page expected where the
-    person gave one, else (a helpful answer) the page its first citation in the collection
-    named. A correction of 40 characters or fewer becomes the answer key. Its id is
-    "feedback-<id>"."""
+def from_feedback(feedback: Feedback, collection: Collection, user: User) -> dict[str, Any]:
+    """The fields of the golden question "turn into a test" makes: the feedback's question,
+    with the corrected page expected where the person gave one, else (a helpful answer) the
+    page its first citation in the collection named. A correction of 40 characters or fewer
+    becomes the answer key. Its id is "feedback-<id>"."""
     if not Collection.objects.manageable_by(user).filter(pk=collection.pk).exists():
         raise PermissionDenied(_("Only the owner or a team admin can do this to the collection."))
     if not feedback.collections.filter(pk=collection.pk).exists():
@@ -336,18 +341,14 @@ def golden_from_feedback(feedback: Feedback, collection: Collection, user: User)
     if GoldenQuestion.objects.filter(collection=collection, key=key).exists():
         raise ValidationError(_("This feedback is already the golden question “%(key)s”.") % {"key": key})
     answer = feedback.correct_answer.strip()
-    keys = [answer] if answer and len(answer) <= MAX_ANSWER_KEY else []
-    return add_golden(
-        collection,
-        user,
-        feedback=feedback,
-        key=key,
-        question=feedback.question,
-        lang=language_of(feedback.question),
-        kind="fact",
-        gold=_expected(feedback, collection),
-        keys=keys,
-    )
+    return {
+        "key": key,
+        "question": feedback.question,
+        "lang": language_of(feedback.question),
+        "kind": "fact",
+        "gold": _expected(feedback, collection),
+        "keys": [answer] if answer and len(answer) <= MAX_ANSWER_KEY else [],
+    }
 
 
 def _expected(feedback: Feedback, collection: Collection) -> list[dict[str, Any]]:

@@ -59,7 +59,7 @@ class GoldenForm(forms.Form):
             field.choices = [*field.choices, (first, first)]
 
     def fields_of(self) -> dict[str, Any]:
-        """The cleaned form as the fields of quality.golden.add_golden and update_golden."""
+        """The cleaned form as the fields of quality.actions.do_add_golden and do_update_golden."""
         data = self.cleaned_data
         abstain = data["abstain"]
         gold = []

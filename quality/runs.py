@@ -1,5 +1,6 @@
 """Evaluation runs: queued by a person (a collection's Quality page, the API) or by the gate
-when a new index version is built (quality/gate.py), executed by the `evaluation` worker
+when a new index version is built (quality/gate.py), both through
+quality.actions.do_start_evaluation, and executed here by the `evaluation` worker
 (quality/tasks.py), which gives way to answers being written between questions."""
 
 from __future__ import annotations
@@ -31,45 +32,15 @@ log = logging.getLogger(__name__)
 EVENT_INTERVAL = 1.0  # seconds between progress events
 
 
-def start_run(
-    collection: Collection,
-    version: IndexVersion,
-    *,
-    user: User | None = None,
-    answers: bool = False,
-    baseline: IndexVersion | None = None,
-) -> EvaluationRun:
-    """Queue an evaluation of `version` (against `baseline` too: a gate run)."""
-    if version.collection_id != collection.pk:
-        raise ValidationError(_("That index version belongs to another collection."))
-    found = evaluation.questions_of(collection)
-    if not any(question.answerable for question in found.usable) and not (answers and found.usable):
-        raise ValidationError(_("The collection has no golden question to evaluate with (stale ones are left out)."))
-    with transaction.atomic():
-        run = EvaluationRun.objects.create(
-            collection=collection,
-            version=version,
-            version_number=version.number,
-            baseline=baseline,
-            baseline_number=baseline.number if baseline else None,
-            purpose=EvaluationRun.Purpose.GATE if baseline else EvaluationRun.Purpose.MANUAL,
-            answers=answers,
-            requested_by=user,
-            total=_steps(found, answers, gate=baseline is not None),
-            stale=len(found.stale),
-        )
-        transaction.on_commit(lambda: _enqueue(run.pk))
-        send_collection_event_on_commit(collection.pk, _event(run))
-    return run
-
-
-def _enqueue(run_id: int) -> None:
+def enqueue(run_id: int) -> None:
     from quality.tasks import evaluate_version
 
     evaluate_version.delay(run_id)
 
 
-def _steps(found: evaluation.Questions, answers: bool, *, gate: bool) -> int:
+def count_steps(found: evaluation.Questions, answers: bool, *, gate: bool) -> int:
+    """The questions a run searches (twice for a gate run: the new version and the active
+    one) and answers: its progress bar's length."""
     searched = sum(question.answerable for question in found.usable)
     return searched * (2 if gate else 1) + (len(found.usable) if answers else 0)
 
@@ -195,7 +166,7 @@ def _set_decision(run: EvaluationRun, decision: str) -> None:
     _send(run)
 
 
-def _event(run: EvaluationRun) -> dict[str, Any]:
+def progress_event(run: EvaluationRun) -> dict[str, Any]:
     return {
         "type": "evaluation.progress",
         "run": run.pk,
@@ -209,7 +180,7 @@ def _event(run: EvaluationRun) -> dict[str, Any]:
 
 def _send(run: EvaluationRun) -> None:
     try:
-        send_collection_event(run.collection_id, _event(run))
+        send_collection_event(run.collection_id, progress_event(run))
     except Exception as exc:  # watchers miss an update; the run goes on
         log.warning("Evaluation run %s: progress not sent: %s", run.pk, exc)
 

@@ -16,7 +16,7 @@ from knowledge.access import access_collection, get_or_404
 from knowledge.api.documents import COLLECTION_ID
 from knowledge.api.views import request_user
 from knowledge.models import IndexVersion
-from quality import runs
+from quality import actions
 from quality.models import EvaluationRun
 
 
@@ -75,7 +75,8 @@ class EvaluationListView(generics.ListAPIView[EvaluationRun]):
             raise serializers.ValidationError(
                 {"version": ["The collection has no kept index version with that number."]}
             )
-        run = runs.start_run(collection, version, user=request_user(request), answers=asked.validated_data["answers"])
+        answers = asked.validated_data["answers"]
+        run = actions.do_start_evaluation(collection, version, user=request_user(request), answers=answers)
         return Response(EvaluationRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 

@@ -21,7 +21,8 @@ from rest_framework.response import Response
 from knowledge.api.views import request_user
 from knowledge.models import Collection
 from portal.typing import AnyUser
-from quality import feedback as actions
+from quality import actions
+from quality.feedback import access_answer
 from quality.models import Feedback
 
 MESSAGE_ID = OpenApiParameter(
@@ -174,7 +175,7 @@ class MessageFeedbackView(generics.GenericAPIView[Feedback]):
         return _feedbacks().filter(user=self.request.user.pk)
 
     def _existing(self, request: Request, message_id: int) -> tuple[Any, Feedback | None]:
-        message = actions.access_answer(request_user(request), message_id)
+        message = access_answer(request_user(request), message_id)
         return message, self.get_queryset().filter(message=message).first()
 
     def _answer(self, feedback: Feedback, code: int = status.HTTP_200_OK) -> Response:
@@ -183,7 +184,7 @@ class MessageFeedbackView(generics.GenericAPIView[Feedback]):
 
     def _save(self, request: Request, message: Any, data: dict[str, Any]) -> Feedback:
         try:
-            return actions.give_feedback(request_user(request), message, **data)
+            return actions.do_give_feedback(request_user(request), message, **data)
         except DjangoValidationError as exc:
             raise _readable(exc) from None
 
@@ -228,8 +229,8 @@ class MessageFeedbackView(generics.GenericAPIView[Feedback]):
 
     @extend_schema(parameters=[MESSAGE_ID], responses={204: None})
     def delete(self, request: Request, message_id: int) -> Response:
-        message = actions.access_answer(request_user(request), message_id)
-        actions.delete_feedback(request_user(request), message)
+        message = access_answer(request_user(request), message_id)
+        actions.do_delete_feedback(request_user(request), message)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -1,11 +1,12 @@
 """A collection's golden questions over the API: anyone who sees the collection lists and
 reads them; its owner or team admins create, change, delete, import and export them, and
-turn a feedback item into one. The rules are quality.golden's."""
+turn a feedback item into one. The rules are quality.golden's, the writes quality.actions'."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.urls import path
@@ -23,8 +24,8 @@ from knowledge.access import access_collection, get_or_404
 from knowledge.api.documents import COLLECTION_ID
 from knowledge.api.views import request_user
 from knowledge.models import Collection, Document
-from quality import golden
-from quality.golden import MAX_IMPORT_BYTES, MAX_KEY, MAX_QUESTION
+from quality import actions, golden
+from quality.golden import MAX_KEY, MAX_QUESTION
 from quality.models import Feedback, GoldenQuestion
 
 JSONL = "application/x-ndjson"
@@ -125,7 +126,7 @@ class GoldenListView(generics.ListAPIView[GoldenQuestion]):
         collection = access_collection(request_user(request), collection_id, manage=True)
         form = GoldenQuestionSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        added = golden.add_golden(collection, request_user(request), **_fields(form.validated_data))
+        added = actions.do_add_golden(collection, request_user(request), **_fields(form.validated_data))
         return Response(GoldenQuestionSerializer(added).data, status=status.HTTP_201_CREATED)
 
 
@@ -167,30 +168,22 @@ class GoldenDetailView(generics.RetrieveUpdateDestroyAPIView[GoldenQuestion]):
         fields = _fields(form.validated_data)
         if not partial:
             fields = {"lang": "", "kind": "fact", "gold": [], "keys": [], "history": [], **fields}
-        golden.update_golden(question, **fields)
+        actions.do_update_golden(question, **fields)
         return Response(GoldenQuestionSerializer(question).data)
 
     def perform_destroy(self, instance: GoldenQuestion) -> None:
-        golden.delete_golden(instance)
+        actions.do_delete_golden(instance)
 
 
 class JsonLinesParser(BaseParser):
-    """A JSON Lines body, as its text."""
+    """A JSON Lines body, as its text (golden.read_import: its size and encoding checked)."""
 
     media_type = JSONL
 
     def parse(  # type: ignore[override]
         self, stream: Any, media_type: str | None = None, parser_context: Any = None
     ) -> str:
-        data: bytes = stream.read(MAX_IMPORT_BYTES + 1) if stream else b""
-        if len(data) > MAX_IMPORT_BYTES:
-            raise serializers.ValidationError(
-                {"detail": [_("The body is larger than %(size)d MB.") % {"size": MAX_IMPORT_BYTES >> 20}]}
-            )
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise serializers.ValidationError({"detail": [_("The body is not UTF-8 text.")]}) from None
+        return golden.read_import(stream) if stream else ""
 
 
 class PlainTextParser(JsonLinesParser):
@@ -224,38 +217,48 @@ class GoldenImportView(APIView):
                 "required": ["file"],
             },
         },
-        responses={200: ImportResultSerializer},
+        responses={
+            200: OpenApiResponse(ImportResultSerializer, description="At least one question was added or updated."),
+            400: OpenApiResponse(
+                ImportResultSerializer,
+                description="Nothing was stored: each line's reason, or line 0 for the file as a whole (no file, "
+                "larger than 5 MB, not UTF-8, no question, more than 5,000).",
+            ),
+        },
         description="Imports golden questions in the public evaluation's JSON Lines format: the body, or a "
-        "multipart `file`. A line whose id the collection has updates that question; each bad line is "
-        "reported and the others are imported.",
+        "multipart `file`; UTF-8, at most 5 MB and 5,000 questions, split into lines at line feeds only. A "
+        "line whose id the collection has updates that question. Each bad line (not JSON, nested more than 32 "
+        "levels, an unknown language or kind, a file the collection lacks, an id used twice) is reported with "
+        "its number and reason and the good lines are stored, all in one transaction: 200 when any was "
+        "stored, else 400 with the same report.",
     )
     def post(self, request: Request, collection_id: int) -> Response:
         collection = access_collection(request_user(request), collection_id, manage=True)
-        text = _import_text(request)
-        result = golden.import_jsonl(collection, request_user(request), text)
+        try:
+            text = _import_text(request)
+        except DjangoValidationError as exc:
+            result = golden.ImportResult(errors=[(0, " ".join(exc.messages))])
+        else:
+            result = actions.do_import_golden(collection, request_user(request), text)
         body = {
             "imported": result.imported,
             "updated": result.updated,
             "errors": [{"line": line, "error": error} for line, error in result.errors],
         }
-        return Response(ImportResultSerializer(body).data)
+        code = status.HTTP_200_OK if result.stored else status.HTTP_400_BAD_REQUEST
+        return Response(ImportResultSerializer(body).data, status=code)
 
 
 def _import_text(request: Request) -> str:
-    data = request.data
+    """The import's text: the body, or the multipart field "file"; DjangoValidationError
+    when neither is there or the file is refused (golden.read_import)."""
+    data = request.data  # parsed here: a body too large or not UTF-8 raises
     if isinstance(data, str):
         return data
     upload = request.FILES.get("file")
     if upload is None:
-        raise serializers.ValidationError({"file": [_("Send the questions as the body or as multipart field “file”.")]})
-    if upload.size is not None and upload.size > MAX_IMPORT_BYTES:
-        raise serializers.ValidationError(
-            {"file": [_("The file is larger than %(size)d MB.") % {"size": MAX_IMPORT_BYTES >> 20}]}
-        )
-    try:
-        return upload.read().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise serializers.ValidationError({"file": [_("The file is not UTF-8 text.")]}) from None
+        raise DjangoValidationError(_("Send the questions as the body or as multipart field “file”."))
+    return golden.read_import(upload)
 
 
 class GoldenExportView(APIView):
@@ -294,7 +297,7 @@ class FeedbackGoldenView(APIView):
         if chosen is None:
             raise serializers.ValidationError({"collection": [_("The answer searched several collections: name one.")]})
         collection = access_collection(user, chosen, manage=True)
-        made = golden.golden_from_feedback(feedback, collection, user)
+        made = actions.do_golden_from_feedback(feedback, collection, user)
         return Response(GoldenQuestionSerializer(made).data, status=status.HTTP_201_CREATED)
 
 

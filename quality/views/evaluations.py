@@ -21,7 +21,7 @@ from knowledge.access import access_collection, collection_role
 from knowledge.feedback import report
 from knowledge.models import IndexVersion, Role
 from portal.typing import AuthedRequest
-from quality import evaluation, runs
+from quality import actions, evaluation
 from quality.forms import EvaluateForm
 from quality.models import EvaluationRun
 
@@ -100,7 +100,7 @@ def evaluate(request: AuthedRequest, collection_id: int) -> HttpResponse:
     version, answers = form.cleaned_data["version"], form.cleaned_data["answers"]
     report(
         request,
-        lambda: runs.start_run(collection, version, user=request.user, answers=answers),
+        lambda: actions.do_start_evaluation(collection, version, user=request.user, answers=answers),
         _("Evaluation queued: its progress shows below."),
     )
     return redirect("collection-quality", collection.pk)

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST, require_safe
 from knowledge.access import access_collection, get_or_404
 from knowledge.models import Collection
 from portal.typing import AuthedRequest
-from quality import evaluation, golden
+from quality import actions, evaluation, golden
 from quality.golden_forms import GoldenForm, keys_text
 from quality.models import Feedback, GoldenQuestion
 
@@ -33,7 +33,7 @@ def golden_page(request: AuthedRequest, collection_id: int) -> HttpResponse:
         form = GoldenForm(collection, request.POST)
         if form.is_valid():
             try:
-                added = golden.add_golden(collection, request.user, **form.fields_of())
+                added = actions.do_add_golden(collection, request.user, **form.fields_of())
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
@@ -78,7 +78,7 @@ def golden_edit(request: AuthedRequest, collection_id: int, golden_id: int) -> H
     if request.method == "POST":
         if form.is_valid():
             try:
-                golden.update_golden(question, **form.fields_of())
+                actions.do_update_golden(question, **form.fields_of())
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
@@ -93,7 +93,7 @@ def golden_edit(request: AuthedRequest, collection_id: int, golden_id: int) -> H
 @require_POST
 def golden_delete(request: AuthedRequest, collection_id: int, golden_id: int) -> HttpResponse:
     collection, question = _golden(request, collection_id, golden_id)
-    golden.delete_golden(question)
+    actions.do_delete_golden(question)
     messages.success(request, _("Golden question “%(key)s” deleted.") % {"key": question.key})
     return redirect("collection-golden", collection.pk)
 
@@ -101,27 +101,27 @@ def golden_delete(request: AuthedRequest, collection_id: int, golden_id: int) ->
 @login_required
 @require_POST
 def golden_import(request: AuthedRequest, collection_id: int) -> HttpResponse:
+    """Imports a JSON Lines file and says how it went: back to the list when questions were
+    stored, else the page again with status 400 and the reasons."""
     collection = access_collection(request.user, collection_id, manage=True)
     upload = request.FILES.get("file")
-    if upload is None:
-        messages.error(request, _("Choose a JSON Lines file to import."))
-        return redirect("collection-golden", collection.pk)
-    if upload.size is not None and upload.size > golden.MAX_IMPORT_BYTES:
-        messages.error(request, _("The file is larger than %(size)d MB.") % {"size": golden.MAX_IMPORT_BYTES >> 20})
-        return redirect("collection-golden", collection.pk)
     try:
-        text = upload.read().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        messages.error(request, _("The file is not UTF-8 text: save it as UTF-8 and import it again."))
-        return redirect("collection-golden", collection.pk)
-    result = golden.import_jsonl(collection, request.user, text)
+        if upload is None:
+            raise ValidationError(_("Choose a JSON Lines file to import."))
+        text = golden.read_import(upload)
+    except ValidationError as exc:
+        result = golden.ImportResult(errors=[(0, " ".join(exc.messages))])
+    else:
+        result = actions.do_import_golden(collection, request.user, text)
     report(request, result)
+    if not result.stored:
+        return _page(request, collection, GoldenForm(collection), status=400)
     return redirect("collection-golden", collection.pk)
 
 
 def report(request: AuthedRequest, result: golden.ImportResult) -> None:
     """What an import did, as messages: the counts, then each bad line's reason."""
-    if result.imported or result.updated or not result.errors:
+    if result.stored or not result.errors:
         messages.success(
             request,
             _("%(imported)d questions added, %(updated)d updated.")
@@ -163,7 +163,7 @@ def feedback_to_golden(request: AuthedRequest, feedback_id: int) -> HttpResponse
     chosen = request.POST.get("collection") or _only_collection(feedback)
     collection = access_collection(request.user, chosen, manage=True)
     try:
-        made = golden.golden_from_feedback(feedback, collection, request.user)
+        made = actions.do_golden_from_feedback(feedback, collection, request.user)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("collection-golden", collection.pk)

@@ -13,7 +13,7 @@ from django.urls import reverse
 from assistant.models import Conversation, Message
 from knowledge import actions as knowledge_actions
 from knowledge.models import Document, Role
-from quality import feedback as actions
+from quality import actions
 from quality.models import Feedback
 from tests.conftest import make_collection, set_role, token_for
 
@@ -165,7 +165,7 @@ def test_someone_elses_answer_is_not_found(api, alice, bob, team, team_collectio
     """Even bob, an admin of alice's team, cannot rate (nor read the rating of) her answer."""
     set_role(team, bob, Role.ADMIN)
     teams_answer = answer(alice, team_collection)
-    actions.give_feedback(alice, teams_answer, "up")
+    actions.do_give_feedback(alice, teams_answer, "up")
     api.force_login(bob)
     for message in (alices_answer, teams_answer):
         assert api.put(url(message), {"rating": "up"}).status_code == 404
@@ -174,7 +174,7 @@ def test_someone_elses_answer_is_not_found(api, alice, bob, team, team_collectio
         assert api.delete(url(message)).status_code == 404
     assert Feedback.objects.get().rating == "up"  # alice's, unchanged
     with pytest.raises(Http404):
-        actions.give_feedback(bob, alices_answer, "up")
+        actions.do_give_feedback(bob, alices_answer, "up")
 
 
 def test_a_stranger_gets_404_before_any_validation(api, charlie, alices_answer):
@@ -229,11 +229,11 @@ def test_a_correction_must_name_a_document_the_user_sees_in_a_searched_collectio
     assert not Feedback.objects.exists()
     # A collection searched then but no longer visible to the user (she left the team) is refused too.
     with pytest.raises(ValidationError):
-        actions.give_feedback(alice, answer(alice, charlies.collection), "down", correct_document=charlies.pk)
+        actions.do_give_feedback(alice, answer(alice, charlies.collection), "down", correct_document=charlies.pk)
 
 
 def test_a_deleted_collection_leaves_the_snapshot(alice, private_collection, handbook, alices_answer):
-    feedback = actions.give_feedback(alice, alices_answer, "down", comment="keep me")
+    feedback = actions.do_give_feedback(alice, alices_answer, "down", comment="keep me")
     collection_id = private_collection.pk
     private_collection.delete()
     feedback.refresh_from_db()
@@ -241,7 +241,7 @@ def test_a_deleted_collection_leaves_the_snapshot(alice, private_collection, han
     assert feedback.versions == [{"collection": collection_id, "version": 3}]
     assert feedback.citations[0]["file"] == "handbook.pdf"
     # Rated again now, the answer's collection is gone: no collection is linked.
-    again = actions.give_feedback(alice, Message.objects.get(pk=alices_answer.pk), "up")
+    again = actions.do_give_feedback(alice, Message.objects.get(pk=alices_answer.pk), "up")
     assert list(again.collections.all()) == []
 
 
@@ -254,13 +254,13 @@ def team_feedback(alice, bob, charlie, team, team_collection, private_collection
     also searched her private one), and charlie's on his own collection."""
     shared = document(team_collection, "team.pdf")
     knowledge_actions.do_add_member(team, charlie, Role.VIEWER)
-    alices = actions.give_feedback(
+    alices = actions.do_give_feedback(
         alice, answer(alice, team_collection, private_collection), "down", comment="alice says no"
     )
-    charlies = actions.give_feedback(charlie, answer(charlie, team_collection), "up", comment="charlie likes it")
+    charlies = actions.do_give_feedback(charlie, answer(charlie, team_collection), "up", comment="charlie likes it")
     own = make_collection(charlie, "Charlie's")
     document(own, "charlie.pdf")
-    private = actions.give_feedback(charlie, answer(charlie, own), "down", comment="charlie private")
+    private = actions.do_give_feedback(charlie, answer(charlie, own), "down", comment="charlie private")
     return {"shared": shared, "alice": alices, "charlie": charlies, "charlie_private": private}
 
 
@@ -377,7 +377,9 @@ def test_my_feedback_page_links_to_the_conversations(client, alice, team_feedbac
 
 
 def test_the_chat_page_shows_the_users_feedback(client, alice, handbook, alices_answer):
-    actions.give_feedback(alice, alices_answer, "down", comment="wrong cap", correct_document=handbook, correct_page=4)
+    actions.do_give_feedback(
+        alice, alices_answer, "down", comment="wrong cap", correct_document=handbook, correct_page=4
+    )
     client.force_login(alice)
     text = client.get(reverse("chat-conversation", kwargs={"conversation_id": alices_answer.conversation_id}))
     html = text.content.decode()

@@ -14,6 +14,7 @@ from knowledge.models import Collection, IndexedDocument, IndexVersion
 from providers import registry
 from providers.base import ProviderError
 from quality import evaluation, runs
+from quality.actions import do_start_evaluation
 from quality.models import EvaluationRun, GoldenQuestion
 from quality.tasks import evaluate_version
 from tests.ingestion.runs import drain
@@ -28,7 +29,7 @@ TEXT = {
 
 @pytest.fixture(autouse=True)
 def evaluations_run_here(monkeypatch):
-    monkeypatch.setattr(runs, "_enqueue", lambda run_id: evaluate_version.apply(args=(run_id,)))
+    monkeypatch.setattr(runs, "enqueue", lambda run_id: evaluate_version.apply(args=(run_id,)))
 
 
 @pytest.fixture
@@ -141,7 +142,7 @@ def test_a_stale_question_is_left_out_and_counted(indexed, django_capture_on_com
         collection=indexed, key="gone", question="What did the old file say?", lang="en", gold=[{"file": "old.md"}]
     )
     with django_capture_on_commit_callbacks(execute=True):
-        run = runs.start_run(indexed, IndexVersion.objects.get(pk=indexed.active_version_id))
+        run = do_start_evaluation(indexed, IndexVersion.objects.get(pk=indexed.active_version_id))
     run.refresh_from_db()
     assert run.status == "succeeded"
     assert run.stale == 1

@@ -18,7 +18,8 @@ from ingestion.actions import do_add_document
 from knowledge.actions import do_delete_document
 from knowledge.models import Document, Role
 from quality import evaluation
-from quality.golden import add_golden, export_jsonl, golden_from_feedback, import_jsonl, update_golden
+from quality.actions import do_add_golden, do_golden_from_feedback, do_import_golden, do_update_golden
+from quality.golden import export_jsonl
 from quality.models import Feedback, GoldenQuestion
 from tests.conftest import set_role, token_for
 
@@ -108,7 +109,7 @@ def test_should_abstain_makes_an_unanswerable_question_without_pages(client, ali
 def test_the_rules_give_readable_errors(alice, private_collection, guide):
     def refused(**fields) -> str:
         with pytest.raises(ValidationError) as caught:
-            add_golden(private_collection, alice, **fields)
+            do_add_golden(private_collection, alice, **fields)
         return " ".join(caught.value.messages)
 
     base: dict[str, Any] = {
@@ -126,9 +127,9 @@ def test_the_rules_give_readable_errors(alice, private_collection, guide):
     )
     assert refused(**{**base, "gold": []}) == "Choose the file that answers the question."
     assert "has no expected page" in refused(**{**base, "kind": "unanswerable"})
-    add_golden(private_collection, alice, **base, key="dup")
+    do_add_golden(private_collection, alice, **base, key="dup")
     assert refused(**base, key="dup") == "The collection already has a golden question with the id “dup”."
-    chinese = add_golden(private_collection, alice, **{**base, "lang": "", "question": "箱线图的须延伸多远？"})
+    chinese = do_add_golden(private_collection, alice, **{**base, "lang": "", "question": "箱线图的须延伸多远？"})
     assert (chinese.lang, chinese.key) == ("zh", "q-2")
 
 
@@ -188,7 +189,7 @@ def _line(**fields) -> str:
 
 
 def test_an_import_reports_each_bad_line_and_imports_the_rest(alice, private_collection, guide):
-    add_golden(private_collection, alice, key="known", question="Old?", lang="en", gold=[{"file": "guide.md"}])
+    do_add_golden(private_collection, alice, key="known", question="Old?", lang="en", gold=[{"file": "guide.md"}])
     text = "\n".join(
         [
             _line(id="good-1", keys=["1.5", ["circle", "7"]]),
@@ -203,7 +204,7 @@ def test_an_import_reports_each_bad_line_and_imports_the_rest(alice, private_col
             "[1, 2]",
         ]
     )
-    result = import_jsonl(private_collection, alice, text)
+    result = do_import_golden(private_collection, alice, text)
     assert (result.imported, result.updated) == (2, 1)
     errors = dict(result.errors)
     assert sorted(errors) == [2, 3, 4, 5, 9, 10]
@@ -223,11 +224,11 @@ def test_an_import_reports_each_bad_line_and_imports_the_rest(alice, private_col
 
 def test_an_export_imports_back_as_the_same_questions(alice, private_collection, team_collection, guide):
     _document(team_collection, "guide.md")
-    add_golden(private_collection, alice, key="p", question="箱线图的须延伸多远？",
+    do_add_golden(private_collection, alice, key="p", question="箱线图的须延伸多远？",
                gold=[{"file": "guide.md", "page": 2}], keys=["1.5", ["圆", "circle"]])  # fmt: skip
-    add_golden(private_collection, alice, key="any", question="Any page?", lang="en", gold=[{"file": "guide.md"}])
-    add_golden(private_collection, alice, key="none", question="Who won?", lang="en", kind="unanswerable")
-    add_golden(private_collection, alice, key="follow", question="And then?", lang="en", kind="followup",
+    do_add_golden(private_collection, alice, key="any", question="Any page?", lang="en", gold=[{"file": "guide.md"}])
+    do_add_golden(private_collection, alice, key="none", question="Who won?", lang="en", kind="unanswerable")
+    do_add_golden(private_collection, alice, key="follow", question="And then?", lang="en", kind="followup",
                gold=[{"file": "guide.md", "page": 3}], history=[{"role": "user", "content": "First?"},
                                                                 {"role": "assistant", "content": "Yes."}])  # fmt: skip
     exported = export_jsonl(private_collection)
@@ -237,10 +238,10 @@ def test_an_export_imports_back_as_the_same_questions(alice, private_collection,
     paged = [line for line in lines if '"any"' not in line]
     assert {parse_question(line, "export").id for line in paged} == {"p", "none", "follow"}  # the public format
 
-    result = import_jsonl(team_collection, alice, exported)
+    result = do_import_golden(team_collection, alice, exported)
     assert (result.imported, result.updated, result.errors) == (4, 0, [])
     assert export_jsonl(team_collection) == exported
-    again = import_jsonl(team_collection, alice, exported)
+    again = do_import_golden(team_collection, alice, exported)
     assert (again.imported, again.updated, again.errors) == (0, 4, [])
 
 
@@ -286,9 +287,9 @@ def test_the_api_imports_a_body_or_a_file_and_exports(api, alice, private_collec
 
 def test_a_question_whose_file_was_deleted_is_stale(client, api, alice, private_collection, guide):
     kept = _document(private_collection, "kept.md")
-    stale = add_golden(private_collection, alice, key="s", question="Gone?", lang="en", gold=[{"file": "guide.md"}])
-    add_golden(private_collection, alice, key="k", question="Here?", lang="en", gold=[{"file": kept.name}])
-    add_golden(private_collection, alice, key="u", question="Nobody knows?", lang="en", kind="unanswerable")
+    stale = do_add_golden(private_collection, alice, key="s", question="Gone?", lang="en", gold=[{"file": "guide.md"}])
+    do_add_golden(private_collection, alice, key="k", question="Here?", lang="en", gold=[{"file": kept.name}])
+    do_add_golden(private_collection, alice, key="u", question="Nobody knows?", lang="en", kind="unanswerable")
     do_delete_document(guide)
 
     assert evaluation.questions_of(private_collection).stale == ["s"]
@@ -302,7 +303,7 @@ def test_a_question_whose_file_was_deleted_is_stale(client, api, alice, private_
     listed = api.get(reverse("collection-golden-list", args=[private_collection.pk])).json()["results"]
     assert {item["key"]: item["stale"] for item in listed} == {"k": False, "s": True, "u": False}
     # Editing it to a file the collection has makes it count again.
-    update_golden(stale, gold=[{"file": "kept.md", "page": 1}])
+    do_update_golden(stale, gold=[{"file": "kept.md", "page": 1}])
     assert evaluation.questions_of(private_collection).stale == []
 
 
@@ -346,17 +347,17 @@ def test_feedback_becomes_a_question_only_with_a_page_to_expect(alice, private_c
         correct_answer=long_answer,
         citations=[{"file": "elsewhere.md", "page": 1}, {"file": "guide.md", "page": 2}],
     )
-    made = golden_from_feedback(helpful, private_collection, alice)
+    made = do_golden_from_feedback(helpful, private_collection, alice)
     assert (made.gold, made.keys, made.lang) == ([{"file": "guide.md", "page": 2}], [], "zh")
 
     unhelpful = _feedback(alice, private_collection)
     with pytest.raises(ValidationError, match="add the right page to the feedback first"):
-        golden_from_feedback(unhelpful, private_collection, alice)
+        do_golden_from_feedback(unhelpful, private_collection, alice)
     with pytest.raises(ValidationError, match=r"This answer did not search “Team handbook”\."):
-        golden_from_feedback(unhelpful, team_collection, alice)
+        do_golden_from_feedback(unhelpful, team_collection, alice)
     elsewhere = _feedback(alice, team_collection, correct_document=guide, correct_page=1)
     with pytest.raises(ValidationError, match="not in this collection"):
-        golden_from_feedback(elsewhere, team_collection, alice)
+        do_golden_from_feedback(elsewhere, team_collection, alice)
 
 
 def test_the_api_turns_feedback_into_a_question(api, alice, private_collection, guide):
@@ -376,7 +377,7 @@ def test_the_api_turns_feedback_into_a_question(api, alice, private_collection, 
 def test_members_who_do_not_manage_read_but_cannot_change(client, api, alice, bob, team, team_collection, role):
     set_role(team, bob, role)
     _document(team_collection, "handbook.md")
-    question = add_golden(team_collection, alice, question="What?", lang="en", gold=[{"file": "handbook.md"}])
+    question = do_add_golden(team_collection, alice, question="What?", lang="en", gold=[{"file": "handbook.md"}])
     client.force_login(bob)
     page = client.get(reverse("collection-golden", args=[team_collection.pk]))
     assert page.status_code == 200
@@ -401,7 +402,7 @@ def test_members_who_do_not_manage_read_but_cannot_change(client, api, alice, bo
 
 
 def test_strangers_get_404(client, api, alice, charlie, private_collection, guide):
-    question = add_golden(private_collection, alice, question="What?", lang="en", gold=[{"file": "guide.md"}])
+    question = do_add_golden(private_collection, alice, question="What?", lang="en", gold=[{"file": "guide.md"}])
     feedback = _feedback(alice, private_collection, correct_document=guide, correct_page=1)
     client.force_login(charlie)
     for url in (
