@@ -6,6 +6,7 @@ read of the log in tests/knowledge/test_audit_log.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from assistant.memory.errors import MemoryAccessError
 from assistant.memory.service import memories
+from assistant.models import Conversation, Message
 from audit.log import acting_as
 from audit.models import Action, Entry
 from ingestion import actions as ingest
@@ -26,6 +28,8 @@ from ingestion.versions import flip
 from knowledge import actions
 from knowledge.models import ApiToken, Collection, Document, IndexedDocument, IndexVersion, Invitation, Role
 from providers import registry
+from quality import actions as quality
+from quality.models import Feedback, GoldenQuestion
 from tests.conftest import make_collection
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
@@ -69,6 +73,29 @@ def _invitation(w: World, **changes: Any) -> Invitation:
     Invitation.objects.filter(pk=invitation.pk).update(**changes)
     invitation.refresh_from_db()
     return invitation
+
+
+def _golden(w: World) -> GoldenQuestion:
+    """A golden question of the collection, made without an entry of its own."""
+    return GoldenQuestion.objects.create(
+        collection=w.collection, key="known", question="What is in it?", lang="en", gold=[{"file": "guide.md"}]
+    )
+
+
+def _feedback(w: World, **fields: Any) -> Feedback:
+    """Alice's feedback on an answer that searched the collection."""
+    conversation = Conversation.objects.create(user=w.alice, title="guide")
+    answer = Message.objects.create(conversation=conversation, role="assistant", content="Hello.")
+    feedback = Feedback.objects.create(
+        message=answer, user=w.alice, rating="down", question="What does the guide say?", **fields
+    )
+    feedback.collections.add(w.collection)
+    return feedback
+
+
+GOLDEN_LINE = json.dumps(
+    {"id": "imported", "question": "What does it say?", "lang": "en", "type": "fact", "gold": [{"file": "guide.md"}]}
+)
 
 
 def _failing(model: type, method: str) -> Callable[[pytest.MonkeyPatch], None]:
@@ -216,6 +243,53 @@ CASES: dict[Action, tuple[Callable[[World], Any], Callable[[World, Any], Any], A
         _built,
         lambda w, _: ingest.do_roll_back(w.collection),
         (lambda w: None, lambda w, _: ingest.do_roll_back(w.collection), None),
+    ),
+    Action.INDEX_FLIP_ANYWAY: (
+        lambda w: create_version(w.collection, registry.text_embedder(), status=IndexVersion.Status.HELD),
+        lambda w, v: ingest.do_activate_version(v),
+        (
+            lambda w: create_version(w.collection, registry.text_embedder(), status=IndexVersion.Status.BUILDING),
+            lambda w, v: ingest.do_activate_version(v),
+            None,
+        ),
+    ),
+    Action.GOLDEN_CREATE: (
+        lambda w: None,
+        lambda w, _: quality.do_add_golden(w.collection, w.alice, question="Hello?", gold=[{"file": "guide.md"}]),
+        (
+            lambda w: None,
+            lambda w, _: quality.do_add_golden(w.collection, w.alice, question="Hello?", gold=[{"file": "gone.md"}]),
+            None,
+        ),
+    ),
+    Action.GOLDEN_UPDATE: (
+        _golden,
+        lambda w, g: quality.do_update_golden(g, question="Where is the guide?"),
+        (_golden, lambda w, g: quality.do_update_golden(g, question="Where?"), _failing(GoldenQuestion, "save")),
+    ),
+    Action.GOLDEN_DELETE: (
+        _golden,
+        lambda w, g: quality.do_delete_golden(g),
+        (_golden, lambda w, g: quality.do_delete_golden(g), _failing(GoldenQuestion, "delete")),
+    ),
+    Action.GOLDEN_IMPORT: (
+        lambda w: None,
+        lambda w, _: quality.do_import_golden(w.collection, w.alice, GOLDEN_LINE),
+        (
+            lambda w: None,
+            lambda w, _: quality.do_import_golden(w.collection, w.alice, GOLDEN_LINE),
+            _failing(GoldenQuestion, "save"),
+        ),
+    ),
+    Action.GOLDEN_FROM_FEEDBACK: (
+        lambda w: _feedback(w, correct_document=w.document),
+        lambda w, f: quality.do_golden_from_feedback(f, w.collection, w.alice),
+        (_feedback, lambda w, f: quality.do_golden_from_feedback(f, w.collection, w.alice), None),  # no page named
+    ),
+    Action.EVALUATION_START: (
+        _golden,
+        lambda w, _: quality.do_start_evaluation(w.collection, w.active, user=w.alice),
+        (lambda w: None, lambda w, _: quality.do_start_evaluation(w.collection, w.active, user=w.alice), None),
     ),
     Action.TOKEN_CREATE: (
         lambda w: None,
