@@ -4,7 +4,9 @@ and the admin call these after checking that the user manages the collection
 
 from __future__ import annotations
 
+import re
 import shutil
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,11 +50,9 @@ def check_source(source: Source) -> None:
             except RemoteError as exc:
                 errors["url"] = str(exc)
     elif source.kind in (Source.Kind.GIT, Source.Kind.WEBDAV) or url:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            errors["url"] = _("Enter an address starting with https:// (or http://).")
-        elif parts.username or parts.password:
-            errors["url"] = _("Leave the user name and password out of the address: enter them under Credentials.")
+        problem = _address_problem(url)
+        if problem:
+            errors["url"] = problem
         else:
             try:
                 check_host(source.location(), resolve=False)
@@ -60,9 +60,20 @@ def check_source(source: Source) -> None:
                 errors["url"] = str(exc)
     if source.kind == Source.Kind.S3 and not source.bucket.strip():
         errors["bucket"] = _("Enter the bucket's name.")
+    branch = source.branch = source.branch.strip()
+    if branch and not branch_allowed(branch):
+        errors["branch"] = _(
+            "A branch name cannot start with “-”, contain spaces, control characters, “..”, “@{” or any of "
+            "~ ^ : ? * [ \\, or end with “/”, “.” or “.lock”."
+        )
     source.prefix = source.prefix.strip().strip("/")
     if ".." in source.prefix.split("/"):
         errors["prefix"] = _("The folder cannot contain “..”.")
+    elif source.kind == Source.Kind.FOLDER and source.prefix and "url" not in errors:
+        try:
+            check_local_path(str(Path(url) / source.prefix))
+        except RemoteError:
+            errors["prefix"] = _("The folder in the source leads outside the folders PORTAL_SOURCE_ROOTS allows.")
     target = source.target.strip().strip("/")
     if ".." in target.split("/"):
         errors["target"] = _("The folder cannot contain “..”.")
@@ -79,32 +90,112 @@ def check_source(source: Source) -> None:
         except (KeyError, IndexError, ValueError):
             errors["link_template"] = _("A link template may use only {path} and {branch}.")
         else:
-            if urlsplit(filled).scheme not in ("http", "https") or "{path}" not in template:
+            if _scheme(filled) not in ("http", "https") or "{path}" not in template:
                 errors["link_template"] = _("Write a web address with {path} in it, starting with https://.")
     if errors:
         raise ValidationError(errors)
+
+
+def _address_problem(url: str) -> str:
+    """Why the remote address cannot be used ("" when it can; its host is check_host's).
+    urlsplit raises ValueError on some malformed ones (an unclosed or IPv4-in-brackets host,
+    a port out of range): a 400 on the field, not a 500."""
+    if any(char.isspace() or not char.isprintable() for char in url):
+        return _("The address cannot contain spaces or control characters.")
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return _(
+            "This address is not valid: check the host (an IPv6 address goes in brackets, an IPv4 address "
+            "without) and the port (1 to 65535)."
+        )
+    if parts.scheme not in ("http", "https") or not host:
+        return _("Enter an address starting with https:// (or http://).")
+    if port == 0:
+        return _("The port must be between 1 and 65535.")
+    if parts.username or parts.password:
+        return _("Leave the user name and password out of the address: enter them under Credentials.")
+    return ""
+
+
+def _scheme(url: str) -> str:
+    try:
+        return urlsplit(url).scheme
+    except ValueError:
+        return ""
+
+
+# git check-ref-format's rules for a branch, plus a leading "-" (an option to git).
+BRANCH_FORBIDDEN = re.compile(r"^[-/.]|\.\.|@\{|[\x00-\x20\x7f~^:?*\[\\]|//|/\.|\.lock(/|$)|[/.]$")
+
+
+def branch_allowed(branch: str) -> bool:
+    """Whether `branch` is a branch name git accepts and cannot take for an option."""
+    return branch != "@" and not BRANCH_FORBIDDEN.search(branch)
+
+
+def credentials_scope(kind: str, url: str, bucket: str) -> tuple[object, ...]:
+    """What stored credentials were given for: the kind, the address's scheme, host and port
+    (the scheme's default when none is written), and the bucket. A path on the server (a
+    folder, a local Git repository) sends no credentials anywhere: its path is not part of it."""
+    url = url.strip()
+    if "://" not in url:
+        return (kind, "", "", None, bucket.strip())
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        return (kind, parts.scheme.lower(), (parts.hostname or "").lower(), port, bucket.strip())
+    except ValueError:  # stored before addresses were checked this closely: compare it whole
+        return (kind, url, "", None, bucket.strip())
+
+
+def address_changed(source: Source) -> bool:
+    """Whether the source, as changed in memory, points elsewhere than the stored one:
+    credentials stored for the old address must not go to the new one."""
+    if source.pk is None:
+        return False
+    stored = Source.objects.filter(pk=source.pk).values("kind", "url", "bucket").first()
+    if stored is None:
+        return False
+    return credentials_scope(**stored) != credentials_scope(source.kind, source.url, source.bucket)
 
 
 def do_save_source(
     source: Source, *, credentials: Credentials | None = None, actor: Any = None, clear_credentials: bool = False
 ) -> Source:
     """Create or change the source (`credentials` None: keep the stored ones). The schedule's
-    next sync is worked out again."""
+    next sync is worked out again.
+
+    A change of kind, scheme, host, port or bucket (credentials_scope) removes the stored
+    credentials unless new ones come with it, and marks them removed (credentials_cleared)
+    until credentials are entered again or removed on purpose (`clear_credentials`); the
+    audit entry says "cleared"."""
     check_source(source)
     created = source.pk is None
     before = {} if created else Source.objects.filter(pk=source.pk).values(*FIELDS).first() or {}
-    if clear_credentials:
+    typed = credentials is not None and bool(credentials.username or credentials.password)
+    moved = bool(before) and credentials_scope(before["kind"], before["url"], before["bucket"]) != credentials_scope(
+        source.kind, source.url, source.bucket
+    )
+    had = source.has_credentials
+    dropped = moved and had and not typed and not clear_credentials
+    if clear_credentials or dropped:
         source.credentials_token = ""
-    if credentials is not None and (credentials.username or credentials.password):
+    if typed and credentials is not None:
         source.set_credentials(credentials)
+    source.credentials_cleared = dropped or (source.credentials_cleared and not typed and not clear_credentials)
     source.next_sync_at = schedule.next_after(source.schedule, timezone.now()) if source.enabled else None
     with transaction.atomic():
         if created:
             source.created_by = actor if getattr(actor, "is_authenticated", False) else None
         source.save()
         changes = {f: (before.get(f), getattr(source, f)) for f in FIELDS if before.get(f) != getattr(source, f)}
-        if (credentials is not None and (credentials.username or credentials.password)) or clear_credentials:
-            changes["credentials"] = ("***", "***")  # that they changed, never what they are
+        # That they changed or went, never what they are.
+        if typed:
+            changes["credentials"] = ("***", "***")
+        elif (clear_credentials and had) or dropped:
+            changes["credentials"] = ("***", "cleared")
         action = Action.SOURCE_CREATE if created else Action.SOURCE_UPDATE
         if created or changes:
             scope = source.collection.audit_scope()

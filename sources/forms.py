@@ -14,7 +14,7 @@ from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import Collection
-from sources.actions import FIELDS, check_source
+from sources.actions import FIELDS, address_changed, check_source
 from sources.crypto import CredentialsError
 from sources.models import Source
 from sources.remotes import Credentials
@@ -97,7 +97,10 @@ class SourceFormBase(forms.ModelForm):
     clear_credentials = forms.BooleanField(
         label=_("Remove the stored credentials"),
         required=False,
-        help_text=_("The source is then read without logging in."),
+        help_text=_(
+            "The source is then read without logging in. Changing the kind, the address's scheme, host or port, "
+            "or the bucket removes them too, unless new ones are entered with the change."
+        ),
     )
 
     class Meta:
@@ -133,7 +136,10 @@ class SourceFormBase(forms.ModelForm):
         """An address typed with a user name and password in it is refused (check_source);
         the form shown again keeps the address without them, so they are not sent back."""
         url = str(self.data.get(self.add_prefix("url"), ""))
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:
+            return  # malformed: check_source says so on the field
         if "@" in parts.netloc:
             data: QueryDict | dict[str, Any] = self.data.copy() if isinstance(self.data, QueryDict) else dict(self.data)
             data[self.add_prefix("url")] = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
@@ -155,12 +161,25 @@ class SourceForm(SourceFormBase):
 
 def merged_credentials(source: Source, username: str, password: str, *, keep: bool = True) -> Credentials | None:
     """The credentials typed, each empty one kept from those stored (a new password alone
-    keeps the user name) unless `keep` is off (the stored ones are being removed); None when
-    nothing was typed. Stored credentials that no key opens any more are replaced."""
+    keeps the user name) unless `keep` is off (the stored ones are being removed) or the
+    source now points elsewhere (stored ones belong to the old address); None when nothing
+    was typed. Stored credentials that no key opens any more are replaced."""
     if not (username or password):
         return None
     try:
-        stored = source.credentials() if source.pk and keep else Credentials()
+        stored = source.credentials() if source.pk and keep and not address_changed(source) else Credentials()
     except CredentialsError:
         stored = Credentials()
     return Credentials(username or stored.username, password or stored.password, dict(stored.extra))
+
+
+def credentials_notice(source: Source) -> str:
+    """What the page and the API say when a change of address removed the credentials."""
+    if not source.credentials_cleared or source.has_credentials:
+        return ""
+    return str(
+        _(
+            "The address changed, so the credentials stored for the old one were removed. Enter them again: until "
+            "then the source does not sync (or remove them on purpose to sync without logging in)."
+        )
+    )

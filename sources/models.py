@@ -7,6 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from sources import crypto
@@ -42,6 +43,12 @@ class Source(models.Model):
     # A page for each file, e.g. https://git.example.com/docs/src/branch/{branch}/{path}.
     link_template = models.CharField(_("link template"), max_length=500, blank=True)
     credentials_token = models.TextField(blank=True, editable=False)  # Fernet, see crypto.py
+    # Credentials belong to the address they were given for: a change of kind, scheme,
+    # host, port or bucket removes them (sources.actions.do_save_source) and sets this, so
+    # that the source does not sync until they are entered again or removed on purpose.
+    credentials_cleared = models.BooleanField(
+        _("credentials removed by a change of address"), default=False, editable=False
+    )
     enabled = models.BooleanField(_("enabled"), default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -64,6 +71,18 @@ class Source(models.Model):
         return bool(self.credentials_token)
 
     def credentials(self) -> Credentials:
+        """The credentials to log in with (empty: none). CredentialsError when they cannot be
+        given: no key opens them, or a change of address removed them and nobody has
+        entered new ones or chosen to go without (the sync then fails saying so, rather than
+        reading the new address anonymously)."""
+        if self.credentials_cleared and not self.credentials_token:
+            raise crypto.CredentialsError(
+                gettext(
+                    "This source's address changed, so the credentials stored for the old address were removed: "
+                    "enter them again, or remove them on purpose (“Remove the stored credentials”) to sync "
+                    "without logging in."
+                )
+            )
         return crypto.decrypt(self.credentials_token)
 
     def set_credentials(self, credentials: Credentials) -> None:

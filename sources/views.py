@@ -23,7 +23,7 @@ from knowledge.models import Collection
 from portal.typing import AuthedRequest
 from sources.access import access_source
 from sources.actions import do_delete_source, do_save_source, do_start_sync
-from sources.forms import SourceForm
+from sources.forms import SourceForm, credentials_notice
 from sources.models import Source, SyncRun
 
 SHOWN_RUNS = 20
@@ -100,8 +100,11 @@ def source_page(request: AuthedRequest, source_id: int) -> HttpResponse:
     source = access_source(request.user, source_id)
     form = SourceForm(source.collection, request.POST or None, instance=source)
     if request.method == "POST":
+        had_credentials = source.has_credentials
         if _save(request, form) is not None:
             messages.success(request, _("Source “%(name)s” saved.") % {"name": source.name})
+            if had_credentials and source.credentials_cleared:
+                messages.warning(request, credentials_notice(source))
             return redirect("source", source.pk)
         source.refresh_from_db()  # the form changed it in memory; the page shows what is stored
     return render(request, "sources/source.html", _source_context(source, form), status=400 if form.is_bound else 200)
@@ -114,6 +117,7 @@ def _source_context(source: Source, form: SourceForm) -> dict[str, Any]:
         "source": source,
         "can_manage": True,
         "form": form,
+        "credentials_notice": credentials_notice(source),
         "runs": [run_row(run) for run in runs[:SHOWN_RUNS]],
         "count_labels": list(COUNTS.values()),
         "syncing": any(run.status in ACTIVE for run in runs[:1]),

@@ -22,7 +22,7 @@ from knowledge.api.views import request_user
 from portal.models import User
 from sources.access import access_source
 from sources.actions import FIELDS, do_delete_source, do_save_source, do_start_sync
-from sources.forms import merged_credentials
+from sources.forms import credentials_notice, merged_credentials
 from sources.models import Source, SyncRun
 
 RUN_ID = OpenApiParameter("run_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The run's id.")
@@ -86,6 +86,14 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
         write_only=True, required=False, default=False, help_text="Remove the stored credentials."
     )
     has_credentials = serializers.BooleanField(read_only=True, help_text="Whether credentials are stored.")
+    credentials_cleared = serializers.BooleanField(
+        read_only=True,
+        help_text="True when a change of kind, address (scheme, host, port) or bucket removed the stored "
+        "credentials: the source does not sync until new ones are sent, or clear_credentials says to go without.",
+    )
+    credentials_notice = serializers.SerializerMethodField(
+        help_text="What to do about the credentials, in words; empty when nothing is needed."
+    )
     last_run = serializers.SerializerMethodField(help_text="The newest sync run; null before the first.")
     include = serializers.CharField(
         required=False, allow_blank=True, max_length=10000, help_text="Glob patterns, one per line; empty: every file."
@@ -98,7 +106,7 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
         model = Source
         fields = [
             "id", "collection", *FIELDS, "username", "password", "clear_credentials", "has_credentials",
-            "created_at", "last_sync_at", "next_sync_at", "last_run",
+            "credentials_cleared", "credentials_notice", "created_at", "last_sync_at", "next_sync_at", "last_run",
         ]  # fmt: skip
         read_only_fields = ["id", "collection", "created_at", "last_sync_at", "next_sync_at"]
         validators: list[Any] = []  # check_source's: the name unique in the collection, and the rest
@@ -115,6 +123,9 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
             "schedule": {"help_text": 'Empty: only by hand; "30m", "6h", "1d"; or five cron fields ("0 3 * * 1-5").'},
             "link_template": {"help_text": "A web address with {path} and optionally {branch}; empty: no link."},
         }
+
+    def get_credentials_notice(self, source: Source) -> str:
+        return credentials_notice(source)
 
     @extend_schema_field(LastRunSerializer(allow_null=True))
     def get_last_run(self, source: Source) -> dict[str, Any] | None:
