@@ -335,8 +335,11 @@ RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
 # (comma-separated: the first encrypts, each decrypts, so a key can be rotated; empty: one
 # derived from SECRET_KEY), and where Git clones are kept between runs.
 SOURCE_ROOTS = env_list("PORTAL_SOURCE_ROOTS", [])
-# Hosts remote sources may reach (empty: any but loopback and link-local ones; sources/hosts.py).
+# Hosts remote sources may reach by name, at any address (empty: any host whose addresses are
+# not this machine's, link-local, metadata services…; when set, only those), and whether
+# private networks (10/8, 192.168/16, fc00::/7…) may be reached (common/outbound.py).
 SOURCE_HOSTS = env_list("PORTAL_SOURCE_HOSTS", [])
+SOURCE_PRIVATE_NETWORKS = env_bool("PORTAL_SOURCE_PRIVATE_NETWORKS", True)
 SOURCE_KEYS = env_list("PORTAL_SOURCE_KEYS", [])
 SOURCE_WORKDIR = Path(env_str("PORTAL_SOURCE_WORKDIR") or VAR_DIR / "sources").resolve()
 # The most pages one document may have (a 10,000-page PDF of blank pages is refused).

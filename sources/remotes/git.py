@@ -10,15 +10,18 @@ from one `git cat-file --batch` process, streamed to the destination.
 Credentials never reach a URL, an argument list or a file: git asks for them through
 GIT_ASKPASS, a tiny script that prints two environment variables of the git process.
 Configuration of this machine's user (credential helpers, URL rewrites) is not read, and
-only the http, https and (for a path under PORTAL_SOURCE_ROOTS) file protocols are allowed,
-so a repository URL cannot make git run a command."""
+only the http, https and (for a path under PORTAL_SOURCE_ROOTS, or a file:// URL of one)
+file protocols are allowed, so a repository URL cannot make git run a command.
+
+The server's name is resolved and checked once by common.outbound's Connector; curl is then
+told that address (http.curloptResolve), so it never asks DNS itself, and follows no
+redirect and no proxy."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -29,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from django.utils.translation import gettext as _
 
+from common.outbound import Connector, OutboundError, host_and_port
 from portal.redact import scrub
 from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link
 
@@ -36,6 +40,7 @@ FETCH_TIMEOUT_S = 30 * 60  # a first fetch of a large repository; a stalled one 
 LOCAL_TIMEOUT_S = 10 * 60  # ls-tree, rev-parse: no network
 LOW_SPEED_BYTES, LOW_SPEED_TIME_S = 1000, 30  # curl gives up on a transfer this slow for this long
 CONNECT_TIMEOUT_S = 10  # git has no connect timeout of its own (curl waits minutes): see _probe
+PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}  # curl's, in either case
 CHUNK = 1024 * 1024
 REF = "refs/portal/source"  # where the fetched commit is kept in the bare copy
 MODE_SUBMODULE, MODE_SYMLINK = "160000", "120000"
@@ -61,7 +66,9 @@ class GitRemote:
         self._default_branch = ""
         self._batch: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self._connector = Connector()
         self._fetch_url, self._protocols = self._check_url(location.url)
+        self._pinned: tuple[str, list[str]] | None = None  # the URL given to git, and its -c options
 
     # -- what the sync calls -----------------------------------------------------------------
 
@@ -120,7 +127,7 @@ class GitRemote:
         if self.location.branch:
             return self.location.branch
         if not self._default_branch:
-            result = self._run("ls-remote", "--symref", "--", self._fetch_url, "HEAD", network=True, check=False)
+            result = self._run("ls-remote", "--symref", "--", self._git_url(), "HEAD", network=True, check=False)
             found = re.search(rb"^ref: refs/heads/(\S+)\tHEAD$", result.stdout, re.M)
             self._default_branch = found[1].decode() if found else "HEAD"
         return self._default_branch
@@ -143,6 +150,8 @@ class GitRemote:
         if url.startswith("/") or scheme == "file":
             from sources.remotes.folder import check_local_path
 
+            if scheme == "file" and urlsplit(url).netloc.lower() not in ("", "localhost"):
+                raise RemoteError(_("A file:// address names a folder on this server: file:///path/to/repository."))
             path = unquote(urlsplit(url).path) if scheme == "file" else url
             return str(check_local_path(path)), "file"
         raise RemoteError(
@@ -187,41 +196,46 @@ class GitRemote:
             % {"url": self._shown_url(), "error": self._last_line(result.stderr)}
         )
 
+    def _git_url(self) -> str:
+        return self._network_config()[0]
+
+    def _network_config(self) -> tuple[str, list[str]]:
+        """The URL git fetches from (its host written as checked) and the `-c` options that
+        hold git and curl to the checked address (none for a repository on this server)."""
+        if self._pinned is None:
+            if self._protocols == "file":
+                self._pinned = (self._fetch_url, [])
+            else:
+                try:
+                    self._pinned = self._connector.git_url_and_config(self._fetch_url)
+                except OutboundError as exc:
+                    raise RemoteError(str(exc)) from None
+        return self._pinned
+
     def _probe(self) -> None:
         """Connect to the server once, with a short timeout, before git does: git cannot be
         given a connect timeout, and an address that swallows packets would hold the run for
-        minutes. Skipped behind a proxy (the server may be reachable only through it)."""
-        parts = urlsplit(self._fetch_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        minutes. The connection goes to the address git will be told to use."""
+        if self._protocols == "file":
             return
-        if any(
-            os.environ.get(name)
-            for name in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
-        ):
-            return
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._network_config()  # refused here, before anything connects
+        host, port = host_and_port(self._fetch_url)
         try:
-            socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S).close()
+            self._connector.connect(host, port, timeout=CONNECT_TIMEOUT_S).close()
+        except OutboundError as exc:
+            raise RemoteError(str(exc)) from None
         except TimeoutError:
-            raise RemoteError(
-                _("Could not reach %(host)s: the connection timed out.") % {"host": parts.hostname}
-            ) from None
+            raise RemoteError(_("Could not reach %(host)s: the connection timed out.") % {"host": host}) from None
         except ConnectionRefusedError:
-            raise RemoteError(_("Could not reach %(host)s: connection refused.") % {"host": parts.hostname}) from None
-        except socket.gaierror:
-            raise RemoteError(
-                _("Could not reach %(host)s: the name does not resolve.") % {"host": parts.hostname}
-            ) from None
+            raise RemoteError(_("Could not reach %(host)s: connection refused.") % {"host": host}) from None
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            raise RemoteError(
-                _("Could not reach %(host)s: %(reason)s.") % {"host": parts.hostname, "reason": reason}
-            ) from None
+            raise RemoteError(_("Could not reach %(host)s: %(reason)s.") % {"host": host, "reason": reason}) from None
 
     def _fetch(self, refspec: str) -> subprocess.CompletedProcess[bytes]:
         # Only the newest commit is needed: a shallow fetch spares the history. A "dumb" HTTP
         # server (plain files) cannot do shallow fetches, so those fetch everything.
-        args = ["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", "--depth=1", "--", self._fetch_url, refspec]
+        args = ["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", "--depth=1", "--", self._git_url(), refspec]
         result = self._run(*args, network=True, check=False)
         if result.returncode and b"does not support shallow" in result.stderr:
             args.remove("--depth=1")
@@ -284,7 +298,7 @@ class GitRemote:
 
     # -- running git -------------------------------------------------------------------------
 
-    def _command(self, *args: str, bare: bool = True) -> list[str]:
+    def _command(self, *args: str, bare: bool = True, network: bool = False) -> list[str]:
         config = [
             "-c",
             "credential.helper=",
@@ -295,11 +309,13 @@ class GitRemote:
             "-c",
             "core.quotePath=false",
         ]
+        if network:
+            config += self._network_config()[1]
         where = [f"--git-dir={self.gitdir}"] if bare else []
         return ["git", *config, *where, *args]
 
     def _env(self, network: bool) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k.lower() not in PROXY_VARIABLES}
         env.update(
             LC_ALL="C",
             GIT_TERMINAL_PROMPT="0",
@@ -329,7 +345,7 @@ class GitRemote:
     ) -> subprocess.CompletedProcess[bytes]:
         try:
             result = subprocess.run(
-                self._command(*args, bare=bare),
+                self._command(*args, bare=bare, network=network),
                 capture_output=True,
                 env=self._env(network),
                 timeout=FETCH_TIMEOUT_S if network else LOCAL_TIMEOUT_S,
@@ -364,6 +380,14 @@ class GitRemote:
         text = stderr.decode(errors="replace")
         lowered = text.lower()
         host = self._host()
+        if re.search(r"returned error: 30[0-8]\b", lowered):
+            return RemoteError(
+                _(
+                    "The Git server at %(host)s answered with a redirect, which is not followed: give the source "
+                    "the address it redirects to."
+                )
+                % {"host": host}
+            )
         if "couldn't find remote ref" in lowered:
             return RemoteError(
                 _("The branch “%(branch)s” does not exist in the repository.") % {"branch": self.location.branch}

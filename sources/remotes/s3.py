@@ -7,11 +7,16 @@ the run in seconds rather than minutes.
 
 Without credentials the requests go unsigned (a public bucket): boto3 must never fall back
 to the credentials of the machine the portal runs on (its environment, ~/.aws, an instance
-role), which would let a collection admin read whatever the portal's server may read."""
+role), which would let a collection admin read whatever the portal's server may read.
+
+Requests go over common.outbound's Connector: the endpoint's name is resolved once and
+checked, and every connection goes to that address (TLS still checks the name); no proxy.
+AWS's own endpoints are checked by address only, PORTAL_SOURCE_HOSTS or not, as before."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,6 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectTimeoutError,
 from botocore.exceptions import ReadTimeoutError as BotoReadTimeoutError
 from django.utils.translation import gettext as _
 
+from common.outbound import Connector, OutboundError, Policy, host_and_port, unwrap
 from portal.redact import scrub
 from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link
 
@@ -60,10 +66,21 @@ class S3Remote:
             region_name=location.region.strip() or DEFAULT_REGION,
         )
         self.client: Any = session.client("s3", endpoint_url=endpoint, config=config)
+        self.endpoint = endpoint
+        # AWS itself (no endpoint) is reached whatever PORTAL_SOURCE_HOSTS lists, as it always
+        # was; its addresses are still checked.
+        policy = Policy.from_settings()
+        self.connector = Connector(policy if endpoint else replace(policy, hosts=frozenset()))
+        self._http = self.connector.pin_boto3(self.client)
 
     # -- what the sync calls -----------------------------------------------------------------
 
     def entries(self) -> Iterator[Entry]:
+        if self.endpoint:  # refused here, in its own words, before botocore tries (and retries)
+            try:
+                self.connector.addresses(*host_and_port(self.endpoint))
+            except OutboundError as exc:
+                raise RemoteError(str(exc)) from None
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.key_prefix)
         try:
             for page in pages:
@@ -100,6 +117,7 @@ class S3Remote:
 
     def close(self) -> None:
         self.client.close()
+        self._http.close()
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -110,6 +128,9 @@ class S3Remote:
     def _run_error(self, exc: ClientError | BotoCoreError) -> RemoteError:
         """The error in words a person can act on, with no secret in it."""
         host = self.host
+        refused = unwrap(exc)
+        if refused is not None:
+            return RemoteError(str(refused))
         if isinstance(exc, ClientError):
             code = self._code(exc)
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")

@@ -7,7 +7,11 @@ Contents are streamed with a plain GET, straight to the destination.
 
 URLs are built here, percent-encoding each path (webdav4's own path joining refuses names
 with "#" or "?", which people do give files); webdav4 gives the authenticated HTTP client and
-parses the multistatus answers."""
+parses the multistatus answers.
+
+Every connection goes through common.outbound's Connector: the server's name is resolved
+once and checked, connections go only to that address, and redirects are not followed (a
+server that answers one is told apart from one that refuses)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from django.utils.translation import gettext as _
 from webdav4.client import Client
 from webdav4.multistatus import parse_multistatus_response
 
+from common.outbound import Connector, OutboundError
 from portal.redact import scrub
 from sources.remotes.base import Credentials, Entry, FileError, Location, RemoteError, file_link, join_prefix
 
@@ -39,7 +44,7 @@ class WebDavRemote:
             raise RemoteError(_("A WebDAV address starts with https:// or http://."))
         auth = (credentials.username, credentials.password) if credentials.username or credentials.password else None
         self.base = url.rstrip("/") + "/"  # the share's URL, percent-encoded, ending in "/"
-        self.client = Client(self.base, auth=auth, timeout=TIMEOUT, follow_redirects=True)
+        self.client = Client(self.base, auth=auth, timeout=TIMEOUT, **Connector().http_options())
         self.host = self.client.base_url.host or url
 
     # -- what the sync calls -----------------------------------------------------------------
@@ -73,6 +78,8 @@ class WebDavRemote:
                         out.write(chunk)
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from None
+        except OutboundError as exc:
+            raise RemoteError(str(exc)) from None
 
     def link(self, path: str) -> str:
         return file_link(self.location, path)
@@ -84,11 +91,19 @@ class WebDavRemote:
 
     def _propfind(self, folder: str, is_root: bool) -> list[Any]:
         try:
-            response = self.client.http.request(
-                "PROPFIND", self._folder_url(folder), headers={"Depth": "1"}, follow_redirects=True
-            )
+            response = self.client.http.request("PROPFIND", self._folder_url(folder), headers={"Depth": "1"})
         except httpx.TransportError as exc:
             raise self._unreachable(exc) from None
+        except OutboundError as exc:
+            raise RemoteError(str(exc)) from None
+        if response.is_redirect:
+            raise RemoteError(
+                _(
+                    "%(host)s redirected the folder “%(folder)s” to %(location)s; redirects are not followed: "
+                    "give the source the address it redirects to."
+                )
+                % {"host": self.host, "folder": folder or "/", "location": self._location(response)}
+            )
         if response.status_code == 404:
             if is_root:
                 raise RemoteError(
@@ -130,6 +145,11 @@ class WebDavRemote:
             return
         if status == 404:
             raise FileError(_("it was removed from the share since the listing"))
+        if response.is_redirect:
+            raise FileError(
+                _("the WebDAV server redirected it to %(location)s; redirects are not followed")
+                % {"location": self._location(response)}
+            )
         if status == 401:
             raise self._refused(status, "")
         raise FileError(_("the WebDAV server answered %(status)s") % {"status": f"{status} {response.reason_phrase}"})
@@ -150,6 +170,14 @@ class WebDavRemote:
 
     def _scrub(self, text: str) -> str:
         return scrub(text, *self.credentials.secrets())
+
+    def _location(self, response: httpx.Response) -> str:
+        """Where a redirect points, with any user name or password taken out."""
+        try:
+            target = response.url.join(response.headers.get("Location", "")).copy_with(username=None, password=None)
+        except (httpx.InvalidURL, ValueError):
+            return _("an address that cannot be read")
+        return self._scrub(str(target))
 
     def _refused(self, status: int, folder: str) -> RemoteError:
         if status == 401:
