@@ -12,39 +12,46 @@ valid line into two bad ones."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 from django.utils.translation import gettext as _
 
 MAX_DEPTH = 32  # arrays and objects inside one another; the deepest request body the API takes has 4
 
-# A JSON string (with its escapes) or one bracket: strings are skipped whole, so brackets
-# inside them do not count.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+# +1 for an opening bracket, -1 for a closing one, 0 for any other byte of UTF-8 text.
+_STEPS = np.zeros(256, dtype=np.int8)
+_STEPS[list(b"[{")] = 1
+_STEPS[list(b"]}")] = -1
+_QUOTE = ord('"')
 
 
-class TooDeep(ValueError):
+class TooDeep(ValueError):  # noqa: N818 - a ValueError by design: callers catch ValueError
     """The text nests arrays and objects deeper than allowed."""
 
 
 def check_depth(text: str, max_depth: int = MAX_DEPTH) -> None:
-    """TooDeep when arrays and objects nest deeper than `max_depth` (the text need not be
-    valid JSON: the decoder judges that afterwards)."""
+    """TooDeep when arrays and objects nest deeper than `max_depth`; brackets inside strings do
+    not count. The text need not be valid JSON: the decoder judges that afterwards, and on
+    invalid text this only promises that the decoder, which stops at the first fault, never
+    nests deeper than `max_depth`.
+
+    Vectorised, because a Python loop over the brackets of the largest body the API reads
+    (2.5 MB, DATA_UPLOAD_MAX_MEMORY_SIZE) took longer than decoding it: 12 MB of `[],` took
+    1.9 s with a loop and takes about 0.1 s here (json.loads: 0.9 s)."""
     if text.count("[") + text.count("{") <= max_depth:
         return  # cannot nest deeper than it has brackets: the common case costs two counts
-    depth = 0
-    for match in _TOKENS.finditer(text):
-        token = match.group()
-        if token in ("[", "{"):
-            depth += 1
-            if depth > max_depth:
-                raise TooDeep(
-                    _("The JSON nests arrays and objects more than %(limit)s levels deep.") % {"limit": max_depth}
-                )
-        elif token in ("]", "}"):
-            depth = max(depth - 1, 0)
+    if "\\" in text:
+        # An escaped backslash, then an escaped quote: the quotes left delimit strings.
+        text = text.replace("\\\\", "").replace('\\"', "")
+    codes = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    steps = _STEPS[codes]
+    if '"' in text:
+        steps[np.logical_xor.accumulate(codes == _QUOTE)] = 0  # inside a string
+    steps = steps[steps != 0]
+    if steps.size and int(np.cumsum(steps, dtype=np.int32).max()) > max_depth:
+        raise TooDeep(_("The JSON nests arrays and objects more than %(limit)s levels deep.") % {"limit": max_depth})
 
 
 def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
