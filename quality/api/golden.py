@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -252,7 +253,10 @@ class GoldenImportView(APIView):
 def _import_text(request: Request) -> str:
     """The import's text: the body, or the multipart field "file"; DjangoValidationError
     when neither is there or the file is refused (golden.read_import)."""
-    data = request.data  # parsed here: a body too large or not UTF-8 raises
+    try:
+        data = request.data  # parsed here: a body too large or not UTF-8 raises
+    except ParseError as exc:  # a malformed multipart body: the report's shape too
+        raise DjangoValidationError(str(exc.detail)) from None
     if isinstance(data, str):
         return data
     upload = request.FILES.get("file")

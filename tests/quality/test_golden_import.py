@@ -186,6 +186,9 @@ def test_an_empty_file_or_no_file_is_a_400_saying_so(client, api, api_url, page_
     assert missing.json()["errors"] == [
         {"line": 0, "error": "Send the questions as the body or as multipart field “file”."}
     ]
+    malformed = api.post(api_url, b"--nope\r\n", content_type="multipart/form-data")  # no boundary
+    assert malformed.status_code == 400
+    assert malformed.json()["errors"][0]["error"].startswith("Multipart form parse error")
     assert client.post(page_url, {}).status_code == 400
 
 
