@@ -1,10 +1,9 @@
-"""Sources that cannot be turned against the server or their own credentials (issue 36):
+"""Sources that cannot be turned against their own credentials, nor fed input that breaks
+them (issue 36; folder links are tests/sources/test_folder_links.py):
 
 - credentials belong to the address they were given for: another admin who moves a source
   (kind, scheme, host, port, bucket) does not get its secret sent to the new address, and
   the audit log says the credentials were cleared;
-- a server folder stays under PORTAL_SOURCE_ROOTS through links: in its folder in the
-  source, in the walk, and when a link is swapped in after the listing;
 - bad input (malformed addresses, schedules too long or too frequent, branches git would
   take for options) is a 400 naming the field, on the API and on the page, and stores nothing.
 
@@ -13,11 +12,8 @@ Every server listens on 127.0.0.1."""
 from __future__ import annotations
 
 import base64
-import errno
-import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,11 +21,11 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from audit.models import Action, Entry
-from knowledge.models import Document, Role
+from knowledge.models import Role
 from sources import schedule, sync
+from sources.actions import do_save_source
 from sources.models import Source, SyncRun
-from sources.remotes import Credentials, FileError, Location, RemoteError
-from sources.remotes.folder import FolderRemote, open_resolved
+from sources.remotes import Credentials, Location, RemoteError, open_remote
 from tests.conftest import set_role, token_for
 from tests.sources.servers import (
     WebDavServer,
@@ -134,7 +130,7 @@ def test_a_moved_webdav_source_sends_no_credentials_to_the_new_host(api, alice, 
 
     refused = run_sync(Source.objects.get(pk=source.pk))
     assert refused.status == SyncRun.Status.FAILED
-    assert "credentials" in refused.error and "enter them again" in refused.error
+    assert "enter them again" in refused.error
     assert other.authorizations == []  # not even asked anonymously
     assert webdav_server.password not in refused.error
 
@@ -144,7 +140,8 @@ def test_a_moved_webdav_source_sends_no_credentials_to_the_new_host(api, alice, 
     assert body["credentials_notice"] == ""
     anonymous = run_sync(Source.objects.get(pk=source.pk))
     assert anonymous.status == SyncRun.Status.SUCCEEDED, anonymous.error
-    assert other.authorizations and set(other.authorizations) == {None}
+    assert other.authorizations  # it was asked
+    assert set(other.authorizations) == {None}
 
 
 def test_credentials_sent_with_the_change_are_the_ones_used(api, alice, bob, admins, webdav_server, recorder):
@@ -223,103 +220,6 @@ def test_the_page_says_the_credentials_were_removed(client, api, alice, bob, adm
     assert other.authorizations == []
 
 
-# -- a server folder stays under the roots ---------------------------------------------------
-
-
-@pytest.fixture
-def outside(tmp_path) -> Path:
-    """A folder outside PORTAL_SOURCE_ROOTS with a secret in it."""
-    folder = tmp_path / "private"
-    folder.mkdir()
-    (folder / "secret.md").write_text("# Secret\n\nThe server's own file.\n")
-    return folder
-
-
-def folder_source(collection, roots: Path, prefix: str = "") -> Source:
-    from sources.actions import do_save_source
-
-    source = Source(collection=collection, name="Share", kind="folder", url=str(roots / "handbook"), prefix=prefix)
-    return do_save_source(source)
-
-
-def test_a_folder_in_the_source_that_links_outside_the_roots_fails_the_run(alice, private_collection, roots, outside):
-    source = folder_source(private_collection, roots, prefix="escape")  # saved before the link exists
-    (roots / "handbook" / "escape").symlink_to(outside, target_is_directory=True)
-    run = run_sync(source)
-    assert run.status == SyncRun.Status.FAILED
-    assert "escape" in run.error and "PORTAL_SOURCE_ROOTS" in run.error
-    assert str(outside) not in run.error
-    assert not Document.objects.filter(collection=private_collection).exists()
-    with pytest.raises(RemoteError):
-        list(FolderRemote(source.location(), Credentials()).entries())
-
-
-def test_links_leaving_the_roots_or_the_folder_are_skipped_with_a_reason(alice, private_collection, roots, outside):
-    handbook = roots / "handbook"
-    (handbook / "leak.md").symlink_to(outside / "secret.md")
-    (handbook / "leak-dir").symlink_to(outside, target_is_directory=True)
-    (roots / "elsewhere").mkdir()
-    (roots / "elsewhere" / "other.md").write_text("# Other\n")
-    (handbook / "sideways.md").symlink_to(roots / "elsewhere" / "other.md")
-    (handbook / "sub").mkdir()
-    (handbook / "sub" / "loop").symlink_to(handbook, target_is_directory=True)
-    run = run_sync(folder_source(private_collection, roots))
-    assert run.status == SyncRun.Status.SUCCEEDED, run.error
-    reasons = {failure["path"]: failure["error"] for failure in run.failures}
-    assert "PORTAL_SOURCE_ROOTS" in reasons["leak.md"]
-    assert "PORTAL_SOURCE_ROOTS" in reasons["leak-dir"]
-    assert "outside the folder" in reasons["sideways.md"]
-    assert "holds it" in reasons["sub/loop"]
-    assert set(reasons) == {"leak.md", "leak-dir", "sideways.md", "sub/loop"}
-    assert run.counts["added"] == 0
-    assert not Document.objects.filter(collection=private_collection).exists()
-
-
-def test_a_link_inside_the_folder_is_still_synced(roots):
-    handbook = roots / "handbook"
-    (handbook / "real").mkdir()
-    (handbook / "real" / "a.md").write_text("# A\n")
-    (handbook / "alias").symlink_to(handbook / "real", target_is_directory=True)
-    remote = FolderRemote(Location(kind="folder", url=str(handbook)), Credentials())
-    listed = {entry.path: entry for entry in remote.entries()}
-    assert set(listed) == {"alias/a.md", "real/a.md"}
-    assert not any(entry.problem for entry in listed.values())
-
-
-def test_a_link_swapped_in_after_the_listing_is_not_followed(roots, outside, tmp_path):
-    handbook = roots / "handbook"
-    (handbook / "docs").mkdir()
-    (handbook / "docs" / "a.md").write_text("# A\n")
-    (handbook / "b.md").write_text("# B\n")
-    remote = FolderRemote(Location(kind="folder", url=str(handbook)), Credentials())
-    listed = {entry.path: entry for entry in remote.entries()}
-    copy = tmp_path / "copy"
-    remote.fetch(listed["b.md"], copy)
-    assert copy.read_text() == "# B\n"
-
-    (handbook / "b.md").unlink()
-    (handbook / "b.md").symlink_to(outside / "secret.md")
-    os.rename(handbook / "docs", tmp_path / "docs-moved")
-    (handbook / "docs").symlink_to(outside, target_is_directory=True)
-    (outside / "a.md").write_text("# Outside\n")
-    for path in ("b.md", "docs/a.md"):
-        copy.unlink(missing_ok=True)
-        with pytest.raises(FileError, match="link"):
-            remote.fetch(listed[path], copy)
-        assert not copy.exists() or "Secret" not in copy.read_text()
-
-
-def test_opening_a_resolved_path_follows_no_link(roots, outside):
-    """What fetch relies on when a link appears between resolving a path and opening it."""
-    (roots / "handbook" / "via").symlink_to(outside, target_is_directory=True)
-    for path in (roots / "handbook" / "via" / "secret.md", roots / "handbook" / "via"):
-        with pytest.raises(OSError) as raised:
-            open_resolved(path)
-        assert raised.value.errno in (errno.ELOOP, errno.ENOTDIR)
-    fd = open_resolved(outside.resolve() / "secret.md")
-    os.close(fd)
-
-
 # -- bad input: a 400 naming the field, and nothing stored -------------------------------------
 
 GIT = {"kind": "git", "url": "https://git.example.com/team/handbook.git"}
@@ -389,8 +289,6 @@ def test_bad_input_is_a_400_on_the_page_and_stores_nothing(client, alice, privat
     assert set(created.context["form"].errors) == {field}, created.context["form"].errors
     assert not Source.objects.exists()
 
-    from sources.actions import do_save_source
-
     source = do_save_source(Source(collection=private_collection, name="Share", kind="s3", bucket="docs"))
     before = Source.objects.filter(pk=source.pk).values().get()
     changed = client.post(reverse("source", args=[source.pk]), form)
@@ -399,24 +297,15 @@ def test_bad_input_is_a_400_on_the_page_and_stores_nothing(client, alice, privat
     assert Source.objects.filter(pk=source.pk).values().get() == before
 
 
-def test_a_folder_in_the_source_that_links_outside_is_refused_when_saved(api, alice, private_collection, roots, outside):
-    (roots / "handbook" / "escape").symlink_to(outside, target_is_directory=True)
-    token_for(api, alice)
-    fields = {"name": "Share", "kind": "folder", "url": str(roots / "handbook"), "prefix": "escape"}
-    response = api.post(reverse("collection-source-list", args=[private_collection.pk]), fields, format="json")
-    assert response.status_code == 400
-    assert "prefix" in response.json()
-    assert str(outside) not in response.content.decode()
-    assert not Source.objects.exists()
-
-
 @pytest.mark.usefixtures("named_hosts")
 @pytest.mark.parametrize("value", ["*/5 * * * *", "0,5,10 * * * *", "55 23,0 * * 1", "365d", "5m", "release/1.2"])
 def test_values_at_the_limits_are_accepted(api, alice, private_collection, value):
     token_for(api, alice)
     fields = {"branch": value} if "/" in value and " " not in value else {"schedule": value}
     response = api.post(
-        reverse("collection-source-list", args=[private_collection.pk]), {"name": "Repo", **GIT, **fields}, format="json"
+        reverse("collection-source-list", args=[private_collection.pk]),
+        {"name": "Repo", **GIT, **fields},
+        format="json",
     )
     assert response.status_code == 201, response.content
 
@@ -427,7 +316,7 @@ def test_the_shortest_gap_of_a_cron_schedule():
         "58,2 * * * *": 4,  # 58 to 2 of the next hour
         "58,2 9 * * *": 56,  # one hour a day: 2 to 58
         "58,2 23,0 * * *": 4,  # 23:58 to 00:02 of the next day
-        "58,2 23,0 * * 1": 56,  # Monday 00:58 to Monday 23:02 is not the shortest, 00:02 to 00:58 is
+        "58,2 23,0 * * 1": 56,  # Mondays alone: no Tuesday 00:02 follows Monday 23:58
     }
     for cron, minutes in gaps.items():
         parsed = schedule.parse_cron(cron, datetime.now(UTC))
@@ -445,9 +334,7 @@ def test_a_too_frequent_cron_stored_before_the_rule_runs_at_most_every_5_minutes
 
 def test_webdav_server_fixture_is_a_real_share(webdav_server: WebDavServer):
     """The credential tests above rely on the share refusing anyone without its password."""
-    from sources.remotes.webdav import WebDavRemote
-
-    remote = WebDavRemote(Location(kind="webdav", url=webdav_server.url), Credentials())
+    remote = open_remote(Location(kind="webdav", url=webdav_server.url), Credentials())
     try:
         with pytest.raises(RemoteError, match="user name and password"):
             list(remote.entries())
