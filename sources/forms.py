@@ -5,8 +5,8 @@ is sources.actions.check_source's, its messages attached to their fields."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -62,6 +62,8 @@ HELP_TEXTS = {
     "enabled": _("A disabled source is not synced on its schedule; Sync now still runs it."),
 }
 KEEP = _("Leave empty to keep the stored ones.")
+# "scheme://user:password@" at the start of an address: the part to leave out when it is shown again.
+USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#]*@")
 
 
 class WriteOnlyInput(forms.TextInput):
@@ -134,15 +136,13 @@ class SourceFormBase(forms.ModelForm):
 
     def _forget_address_credentials(self) -> None:
         """An address typed with a user name and password in it is refused (check_source);
-        the form shown again keeps the address without them, so they are not sent back."""
+        the form shown again keeps the address without them, so they are not sent back. A
+        pattern rather than urlsplit, which raises on a malformed host (http://u:p@[::1)."""
         url = str(self.data.get(self.add_prefix("url"), ""))
-        try:
-            parts = urlsplit(url.strip())
-        except ValueError:
-            return  # malformed: check_source says so on the field
-        if "@" in parts.netloc:
+        bare = USERINFO.sub(r"\1", url.strip(), count=1)
+        if bare != url.strip():
             data: QueryDict | dict[str, Any] = self.data.copy() if isinstance(self.data, QueryDict) else dict(self.data)
-            data[self.add_prefix("url")] = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+            data[self.add_prefix("url")] = bare
             self.data = data
 
     def credentials(self) -> Credentials | None:

@@ -297,6 +297,25 @@ def test_bad_input_is_a_400_on_the_page_and_stores_nothing(client, alice, privat
     assert Source.objects.filter(pk=source.pk).values().get() == before
 
 
+@pytest.mark.parametrize("url", ["http://reader:hunter2-Zq9!secret@[::1", "https://reader:hunter2-Zq9!secret@x:99999/"])
+def test_a_malformed_address_with_a_password_in_it_is_not_shown_back(api, client, alice, private_collection, url):
+    token_for(api, alice)
+    response = api.post(
+        reverse("collection-source-list", args=[private_collection.pk]),
+        {"name": "Share", "kind": "webdav", "url": url},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "hunter2" not in response.content.decode()
+    client.force_login(alice)
+    form = {"name": "Share", "kind": "webdav", "url": url, "enabled": "on"}
+    page = client.post(reverse("collection-sources", args=[private_collection.pk]), form)
+    assert page.status_code == 400
+    assert "url" in page.context["form"].errors
+    assert "hunter2" not in page.content.decode()
+    assert not Source.objects.exists()
+
+
 @pytest.mark.usefixtures("named_hosts")
 @pytest.mark.parametrize("value", ["*/5 * * * *", "0,5,10 * * * *", "55 23,0 * * 1", "365d", "5m", "release/1.2"])
 def test_values_at_the_limits_are_accepted(api, alice, private_collection, value):
