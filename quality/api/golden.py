@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from assistant.retrieval.evaluation import LANGS, TYPES
 from knowledge.access import access_collection, get_or_404
 from knowledge.api.documents import COLLECTION_ID
+from knowledge.api.parsers import BoundedJSONParser
 from knowledge.api.views import request_user
 from knowledge.models import Collection, Document
 from quality import actions, golden
@@ -284,7 +285,7 @@ class FeedbackCollectionSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class FeedbackGoldenView(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
 
     @extend_schema(
         request=FeedbackCollectionSerializer,
