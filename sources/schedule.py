@@ -51,6 +51,7 @@ def check(schedule: str) -> str:
             )
             % {"gap": minutes, "minimum": _minutes(SHORTEST)}
         )
+    next_after(schedule, datetime.now(ZoneInfo(settings.TIME_ZONE)))  # what saving works out must work
     return schedule
 
 
@@ -65,7 +66,10 @@ def next_after(schedule: str, moment: datetime) -> datetime | None:
         return moment + _interval(interval)
     local = moment.astimezone(ZoneInfo(settings.TIME_ZONE))
     cron = parse_cron(schedule, local)
-    due = local + cron.remaining_estimate(local)
+    try:
+        due = local + cron.remaining_estimate(local)
+    except (ValueError, OverflowError) as exc:
+        raise ValidationError(_("The cron fields are not valid: %(error)s") % {"error": exc}) from None
     return max(due, moment + SHORTEST) if shortest_gap(cron) < SHORTEST else due
 
 
