@@ -21,7 +21,6 @@ asked whether the user, the token and the answer's collections are still allowed
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -42,6 +41,7 @@ from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, Failed
 from assistant.answering.pipeline import failure, run
 from assistant.answering.session import AskError, Session, start, started
+from common import jsonlimits
 from knowledge.models import Collection
 from knowledge.revocation import generation_at_connect, read_generation, still_signed_in
 from portal.limits import allow_question
@@ -116,7 +116,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         try:
-            content = json.loads(text_data or "")
+            content = jsonlimits.loads(text_data or "")  # 100,000 `[`: invalid, not a RecursionError
         except ValueError:
             await self._error("invalid", _("Messages must be JSON objects."))
             return

@@ -23,6 +23,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.http import Http404
 
+from common import jsonlimits
 from knowledge.access import access_collection
 from knowledge.events import collection_group
 from knowledge.revocation import access_group, generation_at_connect, read_generation, still_signed_in
@@ -127,6 +128,13 @@ class CollectionEventsConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         self.closed = True
         await self._leave()
+
+    @classmethod
+    async def decode_json(cls, text_data: str) -> Any:
+        try:
+            return jsonlimits.loads(text_data)
+        except ValueError:  # not JSON, or nested too deep: ignored, as any message but a ping
+            return None
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         # Clients only listen here; a ping keeps proxies from closing an idle socket.

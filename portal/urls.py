@@ -5,8 +5,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.views import healthz
 
-# A path that no route matches gets JSON under /api/, the HTML page elsewhere.
+# Errors no view answered itself: JSON under /api/, the HTML page elsewhere.
+handler400 = "portal.views.bad_request"
+handler403 = "portal.views.permission_denied"
 handler404 = "portal.views.not_found"
+handler500 = "portal.views.server_error"
 
 # The admin's own login form called authenticate() outside allauth, so nothing throttled it.
 # Wrapped (allauth's documented way) it never authenticates: an anonymous visitor is sent to

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import BadRequest, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
+from django.http.multipartparser import MultiPartParserError
+from django.utils.log import log_response
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -14,6 +18,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
 
 from knowledge import actions
 from knowledge.access import (
@@ -38,11 +43,31 @@ def request_user(request: Request) -> User:
     return user
 
 
+# Django answers these with a 400 itself (portal.views.bad_request: JSON under /api/) and logs
+# them as security events: a body over DATA_UPLOAD_MAX_MEMORY_SIZE is one.
+DJANGO_400 = (SuspiciousOperation, BadRequest, MultiPartParserError)
+
+
+def server_error_detail() -> str:
+    """The `detail` of every 500 under /api/: nothing about its cause, which is in the log."""
+    return _("The server failed to answer this request. The error has been logged; try again later.")
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Readable 400s for the ValidationErrors that actions raise."""
+    """Readable 400s for the ValidationErrors that actions raise; an exception no view expected
+    is a JSON 500 (logged with its traceback) rather than Django's HTML page."""
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError({"detail": exc.messages})
-    return drf_exception_handler(exc, context)
+    response = drf_exception_handler(exc, context)
+    if response is not None or isinstance(exc, DJANGO_400):
+        return response
+    set_rollback()
+    response = Response({"detail": server_error_detail()}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    request = context["request"]
+    # Django's own "Internal Server Error" entry, traceback included; it marks the response
+    # logged, so that Django does not log it a second time without the traceback.
+    log_response("Internal Server Error: %s", request.path, response=response, request=request, exception=exc)
+    return response
 
 
 class TeamViewSet(viewsets.ModelViewSet[Team]):
