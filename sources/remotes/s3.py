@@ -46,6 +46,14 @@ NO_BUCKET = {"NoSuchBucket"}
 NO_KEY = {"NoSuchKey", "404", "NotFound"}
 
 
+def _no_region_redirects(context: dict[str, Any], **_kwargs: Any) -> None:
+    """Mark each request as redirected already, so that botocore's region redirector lets an
+    error answer stand: with an endpoint of the source's own it would only change the signing
+    region, and a server that answers every request with a 302 sends it asking the bucket's
+    region again and again, until Python's recursion limit."""
+    context.setdefault("s3_redirect", {})["redirected"] = True
+
+
 class S3Remote:
     def __init__(self, location: Location, credentials: Credentials) -> None:
         self.location = location
@@ -72,6 +80,8 @@ class S3Remote:
         policy = Policy.from_settings()
         self.connector = Connector(policy if endpoint else replace(policy, hosts=frozenset()))
         self._http = self.connector.pin_boto3(self.client)
+        if endpoint:
+            self.client.meta.events.register("before-call.s3", _no_region_redirects)
 
     # -- what the sync calls -----------------------------------------------------------------
 
@@ -156,6 +166,14 @@ class S3Remote:
                 return RemoteError(
                     _("The bucket “%(bucket)s” is in another region than “%(region)s”: set the source's region.")
                     % {"bucket": self.bucket, "region": self.location.region or DEFAULT_REGION}
+                )
+            if isinstance(status, int) and 300 <= status < 400:
+                return RemoteError(
+                    _(
+                        "The S3 service at %(host)s answered with a redirect, which is not followed: give the "
+                        "source the endpoint it redirects to."
+                    )
+                    % {"host": host}
                 )
             message = exc.response.get("Error", {}).get("Message", "") or code or str(status)
             return RemoteError(

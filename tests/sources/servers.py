@@ -3,6 +3,10 @@
 S3 service (moto) in a subprocess, so that a Celery worker in another process reaches it
 too, with authentication enforced; and helpers that build Git repositories with the git CLI.
 
+For the outbound policy's tests: a listener that only counts the connections it accepts (a
+"blocked" address that nothing may reach), and a server that answers every request with a
+redirect to it.
+
 The servers listen on 127.0.0.1 on a port of their own and stop when their `with` block or
 fixture ends. Fixtures are registered under their `name=`; import them into a test module
 (`from tests.sources.servers import s3_server_fixture  # noqa: F401`) or into a conftest."""
@@ -12,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -47,23 +52,129 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 @contextmanager
-def serve_wsgi(app: WsgiApp) -> Iterator[str]:
-    """`app` served on a free port of 127.0.0.1 until the block ends; yields http://host:port."""
-    server = wsgi.Server(("127.0.0.1", 0), app, numthreads=4)
+def serve_wsgi(app: WsgiApp, tls: tuple[Path, Path] | None = None, port: int = 0) -> Iterator[str]:
+    """`app` served on 127.0.0.1 (a free port unless given) until the block ends; yields
+    http://host:port, or https:// with `tls` (a certificate and its key, see `certificate`)."""
+    server = wsgi.Server(("127.0.0.1", port), app, numthreads=4)
+    if tls is not None:
+        from cheroot.ssl.builtin import BuiltinSSLAdapter
+
+        server.ssl_adapter = BuiltinSSLAdapter(str(tls[0]), str(tls[1]))
     server.prepare()
     port = server.bind_addr[1]
     thread = threading.Thread(target=server.serve, name=f"test-server-{port}", daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.stop()
         thread.join(timeout=10)
 
 
+def certificate(folder: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for the host `name` and its key, written into `folder`; the
+    certificate is also the CA file that trusts it."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = folder / f"{name}.crt", folder / f"{name}.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
 def _basic_auth_ok(environ: dict[str, Any], username: str, password: str) -> bool:
     expected = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
     return bool(environ.get("HTTP_AUTHORIZATION", "") == expected)
+
+
+# -- a listener that counts, and redirects to it ---------------------------------------------
+
+
+class CountingListener:
+    """Accepts TCP connections on `host`:`port` (0: a free port), counts them and closes each
+    at once: where a test must show that nothing connected."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self._sock.bind((host, port))
+        self._sock.listen(16)
+        self._sock.settimeout(0.2)
+        self.host, self.port = host, int(self._sock.getsockname()[1])
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name=f"counting-{port}", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://{f'[{self.host}]' if ':' in self.host else self.host}:{self.port}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _address = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+
+@contextmanager
+def counting_listener(host: str = "127.0.0.1", port: int = 0) -> Iterator[CountingListener]:
+    listener = CountingListener(host, port)
+    try:
+        yield listener
+    finally:
+        listener.close()
+
+
+def redirect_app(target: str) -> WsgiApp:
+    """Answers every request with a redirect: the first path segment is the status ("302",
+    "307", "308"), and "chain" redirects to "302" on this same server first. The redirect
+    leads to `target`/internal/ and the rest of the path."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        first, _slash, rest = environ.get("PATH_INFO", "").lstrip("/").partition("/")
+        if first == "chain":
+            status, location = "302 Found", f"/302/{rest}"
+        else:
+            reasons = {"302": "Found", "307": "Temporary Redirect", "308": "Permanent Redirect"}
+            code = first if first in reasons else "302"
+            status, location = f"{code} {reasons[code]}", f"{target}/internal/{rest}"
+        start_response(status, [("Location", location), ("Content-Length", "0")])
+        return [b""]
+
+    return app
 
 
 # -- WebDAV ----------------------------------------------------------------------------------
@@ -81,10 +192,16 @@ class WebDavServer:
 def webdav_server(root: Path, username: str = USERNAME, password: str = PASSWORD) -> Iterator[WebDavServer]:
     """wsgidav serving `root` at <server>/dav/ to `username` with `password` (Basic auth, the
     kind webdav4 sends; Digest is off)."""
+    root.mkdir(parents=True, exist_ok=True)
+    with serve_wsgi(webdav_app(root, username, password)) as base:
+        yield WebDavServer(f"{base}/dav/", root, username, password)
+
+
+def webdav_app(root: Path, username: str = USERNAME, password: str = PASSWORD) -> WsgiApp:
+    """wsgidav's WSGI app serving `root` at /dav/ (serve it with `serve_wsgi`, over TLS too)."""
     from wsgidav.wsgidav_app import WsgiDAVApp
 
-    root.mkdir(parents=True, exist_ok=True)
-    app = WsgiDAVApp(
+    return WsgiDAVApp(
         {
             "provider_mapping": {"/dav": str(root)},
             "http_authenticator": {"accept_basic": True, "accept_digest": False, "default_to_digest": False},
@@ -94,8 +211,6 @@ def webdav_server(root: Path, username: str = USERNAME, password: str = PASSWORD
             "dir_browser": {"enable": False},
         }
     )
-    with serve_wsgi(app) as base:
-        yield WebDavServer(f"{base}/dav/", root, username, password)
 
 
 @pytest.fixture(name="webdav_server")
