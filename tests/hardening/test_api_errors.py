@@ -155,7 +155,7 @@ def send_then_ping(url: str, key: str, message: str) -> list[dict]:
         async with websockets.connect(url, additional_headers={"Authorization": f"Token {key}"}) as ws:
             await ws.send(message)
             await ws.send(json.dumps({"type": "ping"}))
-            replies = []
+            replies: list[dict] = []
             while not replies or replies[-1].get("type") != "pong":
                 replies.append(json.loads(await asyncio.wait_for(ws.recv(), timeout=10)))
             return replies
