@@ -327,13 +327,29 @@ def clean_name(name: str, limit: int = 100) -> str:
 
 def clean_document_path(name: str) -> str:
     """A display path safe to store: no control characters, no `..` or absolute parts,
-    each part at most 200 characters. Unicode names are kept as they are."""
-    name = "".join(char for char in name if char.isprintable() or char == "/").replace("\\", "/")
+    each part at most 200 characters. Unicode names are kept as they are. Refused, as
+    clean_name refuses them, when it holds a bidirectional control (removing one would rename
+    the file behind the person's back) or when the file's own name has nothing visible."""
+    name = name.replace("\\", "/")
+    if found := sorted({f"U+{ord(char):04X}" for char in name if char in BIDI_CONTROLS}):
+        shown = "".join(char for char in name if char not in BIDI_CONTROLS)
+        raise ValidationError(
+            _("“%(name)s”: names cannot contain characters that change the direction of the text (%(found)s).")
+            % {"name": shown, "found": ", ".join(found)}
+        )
+    own = name.rsplit("/", 1)[-1]
+    if own and not _visible(own):  # only U+200B or spaces: the folder's name would become the file's
+        raise ValidationError(_("The file needs a name."))
+    name = "".join(char for char in name if char.isprintable() or char == "/")
     parts = [part.strip() for part in name.split("/") if part.strip() not in ("", ".", "..")]
     parts = [_shorten(part, 200) for part in parts]
     if not parts:
         raise ValidationError(_("The file needs a name."))
     return "/".join(parts)[-1024:]
+
+
+def _visible(text: str) -> bool:
+    return any(char.isprintable() and not char.isspace() for char in text)
 
 
 def _shorten(part: str, limit: int) -> str:

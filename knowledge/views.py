@@ -364,7 +364,9 @@ def token_list(request: AuthedRequest) -> HttpResponse:
         else:
             form = TokenForm()
     tokens = ApiToken.objects.filter(user=request.user)
-    return render(request, "knowledge/tokens.html", {"tokens": tokens, "form": form, "new_key": new_key})
+    status = 400 if form.errors else 200  # a refused name, like the other pages' forms
+    context = {"tokens": tokens, "form": form, "new_key": new_key}
+    return render(request, "knowledge/tokens.html", context, status=status)
 
 
 @login_required

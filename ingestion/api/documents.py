@@ -4,13 +4,18 @@ documents, pages and versions is knowledge's (knowledge/api/documents.py)."""
 
 from __future__ import annotations
 
+import html
+import unicodedata
 from collections.abc import Callable
+from typing import Any
 
 from django.http import Http404
+from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
+from django.http.multipartparser import MultiPartParserError
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
-from rest_framework.exceptions import Throttled
-from rest_framework.parsers import MultiPartParser
+from rest_framework import parsers, status
+from rest_framework.exceptions import ParseError, Throttled
+from rest_framework.parsers import DataAndFiles, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,6 +23,7 @@ from rest_framework.views import APIView
 from ingestion import actions
 from ingestion.api.serializers import LINK_RESULT, UPLOAD_RESULT, VideoLinkSerializer
 from knowledge.access import access_collection
+from knowledge.actions import BIDI_CONTROLS
 from knowledge.api.documents import COLLECTION_ID, CollectionDocumentsView
 from knowledge.api.schema import THROTTLED
 from knowledge.api.serializers import IndexVersionSerializer
@@ -26,11 +32,41 @@ from knowledge.models import Collection, IndexVersion
 from portal.limits import upload_refused
 
 
+class _NamesKept(DjangoMultiPartParser):
+    def sanitize_file_name(self, file_name: str) -> str | None:
+        """Django removes every non-printable character from an uploaded file's name and drops
+        a file whose name is then empty, silently: a name holding U+202E would be stored renamed
+        without it, a name of only U+200B not at all. Such a name is kept as sent, so that the
+        portal's own rule (knowledge.actions.clean_document_path) refuses it with its reason."""
+        sent = html.unescape(file_name).rsplit("/")[-1].rsplit("\\")[-1]
+        sent = "".join(char for char in sent if unicodedata.category(char) != "Cc")  # NUL is never kept
+        visible = any(char.isprintable() and not char.isspace() for char in sent)
+        if any(char in BIDI_CONTROLS for char in sent) or (sent and not visible):
+            return sent
+        name: str | None = super().sanitize_file_name(file_name)
+        return name
+
+
+class UploadParser(MultiPartParser):
+    """DRF's multipart parser with the file names kept where the portal refuses them."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> DataAndFiles:
+        context = parser_context or {}
+        request = context["request"]
+        meta = {**request.META, "CONTENT_TYPE": media_type}
+        try:
+            encoding = parsers.get_encoding(context)  # type: ignore[attr-defined]  # not in the stubs
+            data, files = _NamesKept(meta, stream, request.upload_handlers, encoding).parse()
+        except MultiPartParserError as exc:
+            raise ParseError(f"Multipart form parse error - {exc}") from None
+        return DataAndFiles(data, files)
+
+
 class DocumentUploadView(CollectionDocumentsView):
     """GET: the collection's documents. POST (editors): upload files (multipart `files`)."""
 
     # GET is knowledge's view; this class adds the upload and serves the route (api/urls.py).
-    parser_classes = [MultiPartParser]
+    parser_classes = [UploadParser]
 
     @extend_schema(
         parameters=[COLLECTION_ID],

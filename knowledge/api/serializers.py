@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from knowledge.actions import clean_name
 from knowledge.models import (
     ApiToken,
     Collection,
@@ -33,6 +35,13 @@ class TeamSerializer(serializers.ModelSerializer[Team]):
     def get_my_role(self, team: Team) -> str | None:
         roles: dict[int, str] = self.context.get("my_roles", {})
         return roles.get(team.pk)
+
+    def validate_name(self, value: str) -> str:
+        # A rename (PATCH) is saved by the serializer, not by an action: the same rule here.
+        try:
+            return clean_name(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
 
 
 class MembershipSerializer(serializers.ModelSerializer[Membership]):
