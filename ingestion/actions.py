@@ -29,7 +29,7 @@ from ingestion import pipeline, versions
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError, parser_for
 from ingestion.runs import enqueue_run, new_ingest_run
-from ingestion.sniff import VIDEO_LINK, check_indexable, sniff_file
+from ingestion.sniff import VIDEO_LINK, check_indexable, name_mismatch, sniff_file
 from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
 from knowledge.models import Collection, Document, IndexVersion
 from providers import registry
@@ -57,7 +57,7 @@ def do_add_document(
     if existing is not None and existing.sha256 == sha256 and existing.status != Document.Status.FAILED:
         return existing, None
     try:
-        mime = mime or sniff_file(content, rel_path)
+        mime = mime or _sniffed(content, rel_path)
         check_indexable(mime, rel_path)
     except ParseError as exc:
         raise ValidationError(f"{rel_path}: {exc}") from None
@@ -90,6 +90,15 @@ def do_add_document(
         if enqueue:
             enqueue_run(run)
     return document, run
+
+
+def _sniffed(content: File, rel_path: str) -> str:
+    """The content's type; ValidationError when the name's extension announces another one
+    (a web page named .pdf, a program named .docx): the name would mislead whoever opens it."""
+    mime = sniff_file(content, rel_path)
+    if wrong := name_mismatch(content, mime, rel_path):
+        raise ValidationError(wrong)
+    return mime
 
 
 @dataclass(frozen=True)

@@ -198,8 +198,8 @@ def _long_name(tmp: Path) -> bytes:
     file="rtl_name.md",
     upload_name="تقرير\u202edm.exe.md",
     case="Arabic name with a right-to-left override",
-    expect="ready",
-    stored_name="تقريرdm.exe.md",
+    expect="refused",
+    error_contains="change the direction of the text (U+202E)",
 )
 def _rtl_name(tmp: Path) -> bytes:
     return "# تقرير\n\nنص عربي عن السفر.\n".encode()
@@ -268,7 +268,12 @@ def _many_pages(tmp: Path) -> bytes:
     return pdf_of(objects, compress=True)
 
 
-@case(file="pdf_named.txt", case="a real PDF named .txt (wrong extension)", expect="ready")
+@case(
+    file="pdf_named.txt",
+    case="a real PDF named .txt (wrong extension)",
+    expect="refused",
+    error_contains="is named .txt but holds a PDF document",
+)
 def _pdf_as_txt(tmp: Path) -> bytes:
     with small_pdf("A PDF under a text name, about travel.") as document:
         return bytes(document.tobytes())
@@ -356,7 +361,7 @@ def _xlsx_bomb(tmp: Path) -> bytes:
     file="not_a_zip.docx",
     case="DOCX that is not a zip",
     expect="refused",
-    error_contains="the content is not an Office document",
+    error_contains="is named .docx but holds data of a type the portal does not know",
 )
 def _not_zip(tmp: Path) -> bytes:
     return b"This is not a Word document at all.\x00\x01\x02" * 10
