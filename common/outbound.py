@@ -241,19 +241,20 @@ class Policy:
             if kind is not None and not self.allows(kind):
                 raise _refused(host, kind) if literal else _leads_to(host, kind)
 
-    def check(self, host: str, *, resolve_name: bool = True) -> None:
-        """The whole check of one host, for a form or a sync that connects later through a
-        Connector. With `resolve_name` false (saving a source), an address written as such is
-        judged and a name only by its name: a host this server cannot resolve yet may be
-        saved, and the connection checks what it resolves to."""
+    def check(self, host: str, port: int = 0, *, resolve_name: bool = True) -> tuple[str, ...]:
+        """The addresses `host` may be reached at, all of them checked; the whole check of one
+        host. With `resolve_name` false (saving a source), an address written as such is
+        judged and a name only by its name (no addresses then): a host this server cannot
+        resolve yet may be saved, and each connection checks what it resolves to."""
         host = canonical_host(host)
-        if self.check_name(host):
-            return
+        listed = self.check_name(host)
         literal = literal_address(host)
-        if literal is not None:
-            self.check_addresses(host, [literal])
-        elif resolve_name:
-            self.check_addresses(host, _resolved(host, 0))
+        if literal is None and not resolve_name:
+            return ()
+        found = [str(literal)] if literal is not None else _resolved(host, port)
+        if not listed:
+            self.check_addresses(host, found)
+        return tuple(found)
 
 
 def _resolved(host: str, port: int) -> list[str]:
@@ -283,21 +284,13 @@ class Connector:
         with self._lock:
             if host not in self._answers:
                 try:
-                    self._answers[host] = self._check(host, port)
+                    self._answers[host] = self.policy.check(host, port)
                 except OutboundError as exc:
                     self._answers[host] = str(exc)
             answer = self._answers[host]
         if isinstance(answer, str):
             raise OutboundError(answer)
         return answer
-
-    def _check(self, host: str, port: int) -> tuple[str, ...]:
-        listed = self.policy.check_name(host)
-        literal = literal_address(host)
-        found = [str(literal)] if literal is not None else _resolved(host, port)
-        if not listed:
-            self.policy.check_addresses(host, found)
-        return tuple(found)
 
     def connect(self, host: str, port: int, timeout: float | None) -> socket.socket:
         """A TCP connection to one of the checked addresses of `host`, tried in order; the
