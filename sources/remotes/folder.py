@@ -17,6 +17,7 @@ import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.utils.translation import gettext as _
@@ -27,13 +28,19 @@ NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def check_local_path(url: str) -> Path:
-    """The path, resolved, when it lies under one of PORTAL_SOURCE_ROOTS; RemoteError otherwise."""
+    """The path (or file:// URL), resolved, when it lies under one of PORTAL_SOURCE_ROOTS;
+    RemoteError otherwise."""
     if not settings.SOURCE_ROOTS:
         raise RemoteError(
             _("Folders on the server can be synced only under PORTAL_SOURCE_ROOTS, and that setting is empty.")
         )
+    if url[:5].lower() == "file:":
+        parts = urlsplit(url)
+        if parts.netloc.lower() not in ("", "localhost"):
+            raise RemoteError(_("A file:// address names a folder on this server: file:///path/to/repository."))
+        url = unquote(parts.path)
     try:
-        path = Path(url.removeprefix("file://")).expanduser()
+        path = Path(url).expanduser()
         resolved = path.resolve()
     except (ValueError, RuntimeError, OSError):  # a NUL byte, an unknown ~user, a link loop
         raise RemoteError(_("“%(path)s” is not a path this server can read.") % {"path": url}) from None

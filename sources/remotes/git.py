@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from django.utils.translation import gettext as _
 
@@ -150,10 +150,7 @@ class GitRemote:
         if url.startswith("/") or scheme == "file":
             from sources.remotes.folder import check_local_path
 
-            if scheme == "file" and urlsplit(url).netloc.lower() not in ("", "localhost"):
-                raise RemoteError(_("A file:// address names a folder on this server: file:///path/to/repository."))
-            path = unquote(urlsplit(url).path) if scheme == "file" else url
-            return str(check_local_path(path)), "file"
+            return str(check_local_path(url)), "file"
         raise RemoteError(
             _("“%(url)s” is not a Git address that can be synced: use https://, http:// or a folder on the server.")
             % {"url": scrub(url, *self.credentials.secrets())}

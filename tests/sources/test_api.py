@@ -109,6 +109,8 @@ def test_an_owner_adds_reads_changes_and_removes_a_source(api, alice, private_co
         ({"kind": "s3"}, "bucket"),
         ({"kind": "s3", "bucket": "docs", "target": "../up"}, "target"),
         ({"kind": "ftp"}, "kind"),
+        ({"kind": "git", "url": "file:///etc"}, "url"),
+        ({"kind": "git", "url": "file://other-host/srv/repo.git"}, "url"),
     ],
 )
 def test_it_answers_400_naming_the_field(api, alice, private_collection, roots, fields, field):
@@ -120,6 +122,18 @@ def test_it_answers_400_naming_the_field(api, alice, private_collection, roots, 
     assert all(isinstance(message, str) for message in response.json()[field])
     assert SECRET not in _text(response)
     assert not Source.objects.exists()
+
+
+@pytest.mark.parametrize("form", ["file://{path}", "file://localhost{path}", "{path}"])
+def test_a_git_repository_on_the_server_is_saved_as_a_path_or_a_file_url(api, alice, private_collection, roots, form):
+    """docs/sources.md: a Git repository may be a path under PORTAL_SOURCE_ROOTS, written as
+    such or as a file:// URL; both are saved (a file:// URL used to be refused)."""
+    token_for(api, alice)
+    url = form.format(path=roots / "handbook")
+    listing = reverse("collection-source-list", args=[private_collection.pk])
+    response = api.post(listing, {"name": "Local repo", "kind": "git", "url": url}, format="json")
+    assert response.status_code == 201, response.content
+    assert Source.objects.get().url == url
 
 
 def test_a_change_is_checked_too_and_a_name_is_unique(api, alice, private_collection, roots):
