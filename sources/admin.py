@@ -53,7 +53,11 @@ class SourceAdmin(VisibleOnlyAdmin):
 
     @admin.display(description=_("Stored credentials"))
     def credentials(self, obj: Source) -> str:
-        return str(_("stored") if obj.has_credentials else _("none"))
+        if obj.has_credentials:
+            return str(_("stored"))
+        if obj.credentials_cleared:
+            return str(_("removed: the address changed"))
+        return str(_("none"))
 
     @admin.display(description=_("Sync runs"))
     def runs(self, obj: Source) -> str:

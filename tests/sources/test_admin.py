@@ -81,3 +81,16 @@ def test_staff_see_only_the_sources_of_collections_they_manage(client, alice, te
     assert "Handbook share" not in client.get("/admin/sources/source/").content.decode()
     team.memberships.filter(user=staff).update(role=Role.ADMIN)
     assert client.get(f"/admin/sources/source/{source.pk}/change/").status_code == 200
+
+
+def test_the_admin_says_when_credentials_were_removed_by_a_change_of_address(admin_client, private_collection):
+    source = Source(collection=private_collection, name="Share", kind="webdav", url="http://127.0.0.1:8001/dav/")
+    do_save_source(source, credentials=Credentials("reader", SECRET))
+    page = admin_client.get(f"/admin/sources/source/{source.pk}/change/").content.decode()
+    assert "removed: the address changed" not in page
+    source.url = "http://127.0.0.1:8002/dav/"
+    do_save_source(source)
+    assert not source.has_credentials and source.credentials_cleared
+    page = admin_client.get(f"/admin/sources/source/{source.pk}/change/").content.decode()
+    assert "removed: the address changed" in page
+    assert SECRET not in page
