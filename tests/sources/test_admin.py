@@ -90,7 +90,8 @@ def test_the_admin_says_when_credentials_were_removed_by_a_change_of_address(adm
     assert "removed: the address changed" not in page
     source.url = "http://127.0.0.1:8002/dav/"
     do_save_source(source)
-    assert not source.has_credentials and source.credentials_cleared
+    assert not source.has_credentials
+    assert source.credentials_cleared
     page = admin_client.get(f"/admin/sources/source/{source.pk}/change/").content.decode()
     assert "removed: the address changed" in page
     assert SECRET not in page
