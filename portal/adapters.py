@@ -5,7 +5,15 @@ into an EmailAddress row while making the reset link).
 
 Every password login goes through allauth (the admin's own form is wrapped in portal/urls.py),
 so allauth's `login_failed` rate is the one lockout policy: by default 5 failures per account
-in 5 minutes and 10 per client address in a minute, counted in the shared Redis cache."""
+in 5 minutes and 10 per client address in a minute, counted in the shared Redis cache.
+
+Sign-up never says whether an address has an account. Whatever PORTAL_EMAIL_VERIFICATION says,
+an address typed at sign-up is confirmed by mail before its account can log in: a new address
+gets the confirmation link, a known one a mail telling its owner how to get in, and the page
+is the same ("check your mail"). allauth hides a taken address only when verification is
+mandatory for everyone, which would also stop accounts an operator made from logging in
+without a mail, offline; so the portal makes it mandatory for sign-ups alone (SignupForm,
+EmailVerificationStage)."""
 
 from __future__ import annotations
 
@@ -13,14 +21,20 @@ import hashlib
 import logging
 from typing import Any
 
+from allauth.account import stages
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.account.app_settings import EmailVerificationMethod
+from allauth.account.forms import SignupForm as AllauthSignupForm
+from allauth.account.models import EmailAddress, Login
 from allauth.account.utils import filter_users_by_email
 from allauth.core.internal.ratelimit import get_rates
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from allauth.socialaccount.models import SocialAccount
 from django.conf import settings
+from django.contrib.auth.hashers import make_password
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseBase
 
 from audit.log import client_ip, record
 from audit.models import Action
@@ -42,6 +56,72 @@ class AccountAdapter(DefaultAccountAdapter):
             if error.code == LOCKED_CODE:
                 login_locked(request, str(credentials.get("email", credentials.get("username", ""))))
             raise
+
+    def get_login_stages(self) -> list[str]:
+        """allauth's stages, with the portal's EmailVerificationStage in place of allauth's."""
+        theirs, ours = "allauth.account.stages.EmailVerificationStage", f"{__name__}.EmailVerificationStage"
+        return [ours if path == theirs else path for path in super().get_login_stages()]
+
+
+class SignupForm(AllauthSignupForm):
+    """allauth's sign-up form, which never reports an address as taken: the account that has
+    it is told by mail instead (allauth's `account_already_exists` mail), and the person who
+    typed it sees the same page as for a new address."""
+
+    def validate_unique_email(self, value: str) -> str:
+        # allauth raises "A user is already registered with this email address." here unless
+        # verification is mandatory for everyone; sign-ups always are (EmailVerificationStage).
+        self.account_already_exists = bool(filter_users_by_email(value))
+        return value
+
+    def try_save(self, request: HttpRequest) -> tuple[Any, HttpResponseBase | None]:
+        if self.account_already_exists:
+            # A new account's password is hashed (about 0.3 s): so is this one, and thrown
+            # away, or the answer's time would tell the two apart.
+            make_password(self.cleaned_data.get("password1"))
+        user, response = super().try_save(request)
+        return user, response
+
+
+class EmailVerificationStage(stages.EmailVerificationStage):
+    """allauth's stage, with verification mandatory for a sign-up through the form and for an
+    account that signed up and has neither confirmed its address nor ever logged in. Other
+    accounts follow PORTAL_EMAIL_VERIFICATION: those an operator made (`manage.py up`, the
+    admin, createsuperuser) and those that signed up before this rule log in as they did."""
+
+    def handle(self) -> tuple[HttpResponseBase | None, bool]:
+        if self.login.email_verification != EmailVerificationMethod.MANDATORY and needs_proof(self.login):
+            self.login.email_verification = EmailVerificationMethod.MANDATORY
+        response, go_on = super().handle()
+        return response, go_on
+
+
+def needs_proof(login: Login) -> bool:
+    if "sociallogin" in (login.signal_kwargs or {}):
+        return False  # single sign-on: the identity provider vouches for its users
+    if login.signup:
+        return True
+    user = login.user
+    if user is None or user.last_login is not None:
+        return False
+    addresses = EmailAddress.objects.filter(user=user)
+    return (
+        addresses.exists()
+        and not addresses.filter(verified=True).exists()
+        and not SocialAccount.objects.filter(user=user).exists()
+    )
+
+
+def confirm_address_on_reset(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+    """allauth's `password_reset`: the link came by mail, so the mailbox is proven. An account
+    with one address (the reset went there) has it confirmed: an operator-made account whose
+    owner set a password this way, before ever logging in, is not asked to confirm it again,
+    and whoever signed up with someone else's address loses the account to its owner."""
+    addresses = list(EmailAddress.objects.filter(user=user))
+    if len(addresses) != 1 or addresses[0].verified or addresses[0].email.lower() != (user.email or "").lower():
+        return
+    addresses[0].verified = True
+    addresses[0].save(update_fields=["verified"])
 
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):

@@ -142,6 +142,12 @@ ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = env_choice("PORTAL_EMAIL_VERIFICATION", "none", ("none", "optional", "mandatory"))
 ACCOUNT_UNIQUE_EMAIL = True
+# Sign-up never tells whether an address has an account: its owner is mailed instead, and a
+# new address is confirmed by mail before it logs in, whatever PORTAL_EMAIL_VERIFICATION says
+# (portal/adapters.py: SignupForm, EmailVerificationStage).
+ACCOUNT_PREVENT_ENUMERATION = True
+ACCOUNT_FORMS = {"signup": "portal.adapters.SignupForm"}
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True  # the browser that signed up (within 15 minutes) is let in
 ACCOUNT_LOGOUT_ON_GET = False
 LOGIN_REDIRECT_URL = "dashboard"
 LOGIN_URL = "account_login"

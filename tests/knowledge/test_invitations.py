@@ -15,6 +15,7 @@ from audit.models import Action, Entry
 from knowledge import actions
 from knowledge.models import Invitation, Membership, Role
 from tests.conftest import make_collection, make_user, set_role, token_for
+from tests.hardening.test_signup_enumeration import confirm_link
 
 pytestmark = pytest.mark.django_db
 
@@ -127,6 +128,8 @@ def test_an_address_without_an_account_accepts_after_signing_up(client, alice, t
         {"email": "newcomer@example.com", "password1": "a long pass phrase 42", "password2": "a long pass phrase 42"},
     )
     assert response.status_code == 302
+    [confirmation] = [m for m in mail.outbox if "/accounts/confirm-email/" in str(m.body)]
+    client.post(confirm_link(confirmation))  # a signed-up address is confirmed before it logs in
     assert "Research" in client.get(reverse("invitations")).content.decode()
     client.post(reverse("accept-invitation", args=[invitation.pk]))
     assert "newcomer@example.com" in _members(team)

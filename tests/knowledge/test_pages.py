@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core import mail
 from django.urls import reverse
 
 from knowledge.models import ApiToken, Collection, Role
 from tests.conftest import PASSWORD, set_role
+from tests.hardening.test_signup_enumeration import confirm_link
 
 
 def test_it_logs_in_by_email_and_shows_the_dashboard(client, alice, private_collection):
@@ -28,6 +30,9 @@ def test_it_signs_up_a_new_user(client, db):
         {"email": "dora@example.com", "password1": PASSWORD, "password2": PASSWORD},
     )
     assert response.status_code == 302
+    # In once the address is confirmed from the mail (tests/hardening/test_signup_enumeration.py).
+    assert client.get(reverse("dashboard")).status_code == 302
+    client.post(confirm_link(mail.outbox[-1]))
     assert client.get(reverse("dashboard")).status_code == 200
 
 
