@@ -10,6 +10,8 @@ class Action(models.TextChoices):
     """Every action that leaves an entry. The value is what the API and CSV export carry."""
 
     TEAM_CREATE = "team.create", _("Team created")
+    TEAM_UPDATE = "team.update", _("Team changed")
+    TEAM_DELETE = "team.delete", _("Team deleted")
     MEMBER_ADD = "member.add", _("Member added")
     MEMBER_ROLE = "member.role", _("Role changed")
     MEMBER_REMOVE = "member.remove", _("Member removed")

@@ -17,16 +17,18 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings as conf
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.base import File
+from django.core.files.storage import default_storage
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
-from knowledge.models import ApiToken, Collection, Document, Invitation, Membership, PageImage, Role, Team
+from knowledge.models import ApiToken, Collection, Document, Invitation, Membership, Page, PageImage, Role, Team
 from knowledge.models.tokens import hash_key, new_key
 from knowledge.revocation import access_changed
 
@@ -41,14 +43,61 @@ log = logging.getLogger(__name__)
 
 def do_create_team(user: User, name: str, description: str = "") -> Team:
     """A new team, with its creator as its first admin."""
-    name = clean_name(name)
-    if Team.objects.filter(name__iexact=name).exists():
-        raise ValidationError(_("A team named “%(name)s” already exists.") % {"name": name})
+    name = check_team_name(name)
     with transaction.atomic():
         team = Team.objects.create(name=name, description=description)
         Membership.objects.create(team=team, user=user, role=Role.ADMIN)
         record(Action.TEAM_CREATE, team, team_id=team.pk, actor=user)
     return team
+
+
+def check_team_name(name: str, team: Team | None = None) -> str:
+    """`name` cleaned (clean_name), refused when another team than `team` has it in any case."""
+    name = clean_name(name)
+    others = Team.objects.filter(name__iexact=name)
+    if team is not None:
+        others = others.exclude(pk=team.pk)
+    if others.exists():
+        raise ValidationError(_("A team named “%(name)s” already exists.") % {"name": name})
+    return name
+
+
+def do_update_team(team: Team, *, name: str | None = None, description: str | None = None) -> Team:
+    """A new name or description (None keeps it); an entry only when something changed."""
+    after = {
+        "name": team.name if name is None else check_team_name(name, team),
+        "description": team.description if description is None else description,
+    }
+    changes = {key: (getattr(team, key), value) for key, value in after.items() if getattr(team, key) != value}
+    if not changes:
+        return team
+    for key, (_old, new) in changes.items():
+        setattr(team, key, new)
+    try:
+        with transaction.atomic():
+            team.save(update_fields=list(changes))
+            record(Action.TEAM_UPDATE, team, team_id=team.pk, changes=changes)
+    except IntegrityError:  # the same name taken by a rename or creation running at once
+        for key, (old, _new) in changes.items():
+            setattr(team, key, old)
+        raise ValidationError(_("A team named “%(name)s” already exists.") % {"name": after["name"]}) from None
+    return team
+
+
+def do_delete_team(team: Team) -> None:
+    """The team with its collections, each deleted as do_delete_collection deletes one (its
+    entry, its stored files, its watchers told), its memberships and invitations; every
+    member's open sockets check again."""
+    with transaction.atomic():
+        # Locked first: a collection created for the team now waits (its foreign key needs a
+        # share lock on the team's row) instead of being deleted by the cascade unrecorded.
+        _lock_team(team.pk)
+        members = list(team.memberships.values_list("user_id", flat=True))
+        for collection in team.collections.order_by("pk"):
+            do_delete_collection(collection)
+        record(Action.TEAM_DELETE, team, team_id=team.pk)
+        team.delete()
+        access_changed(members)
 
 
 def do_add_member(team: Team, user: User, role: Role) -> Membership:
@@ -273,11 +322,14 @@ def do_change_collection_settings(collection: Collection, settings: dict[str, An
 
 
 def do_delete_collection(collection: Collection) -> None:
+    """The collection and all in it; its documents' stored files go once the delete commits."""
     with transaction.atomic():
         viewers = collection.viewer_ids()
+        files = stored_files(Document.objects.filter(collection=collection))
         record(Action.COLLECTION_DELETE, collection, **collection.audit_scope())
         collection.delete()
         access_changed(viewers)
+        transaction.on_commit(lambda: _delete_stored(files))
 
 
 # API tokens
@@ -378,19 +430,30 @@ def file_sha256(content: File) -> str:
     return digest.hexdigest()
 
 
+def stored_files(documents: QuerySet[Document]) -> list[str]:
+    """The storage names of the documents' originals, page renders and page pictures."""
+    names = [
+        *documents.values_list("file", flat=True),
+        *Page.objects.filter(document__in=documents).values_list("render", flat=True),
+        *PageImage.objects.filter(page__document__in=documents).values_list("file", flat=True),
+    ]
+    return [name for name in names if name]
+
+
+def _delete_stored(names: list[str]) -> None:
+    # The storage of Document.file, PageImage.file and Page.render: all three use the default.
+    for name in names:
+        default_storage.delete(name)
+
+
 def do_delete_document(document: Document) -> None:
     """The document, its pages, chunks and files; queued runs for it go with it."""
-    files = [
-        document.file.name,
-        *(name for name in document.pages.values_list("render", flat=True) if name),
-        *PageImage.objects.filter(page__document=document).values_list("file", flat=True),
-    ]
-    storage = document.file.storage
+    files = stored_files(Document.objects.filter(pk=document.pk))
     collection_id, pk = document.collection_id, document.pk
     with transaction.atomic():
         record(Action.DOCUMENT_DELETE, document, **document.collection.audit_scope())
         document.delete()
-        transaction.on_commit(lambda: [storage.delete(name) for name in files if name])
+        transaction.on_commit(lambda: _delete_stored(files))
     from knowledge.events import send_collection_event_on_commit
 
     send_collection_event_on_commit(collection_id, {"type": "document.deleted", "document": pk})

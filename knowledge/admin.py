@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
@@ -40,14 +41,40 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+class TeamForm(forms.ModelForm):
+    def clean_name(self) -> str:
+        # The action's rule (no bidirectional controls, unique in any case), shown on the field.
+        name: str = self.cleaned_data["name"]
+        return actions.check_team_name(name, self.instance if self.instance.pk else None)
+
+
 @admin.register(Team)
 class TeamAdmin(VisibleOnlyAdmin):
+    """A rename and a delete go through the actions (entries; a delete removes each collection
+    as do_delete_collection does, with its files)."""
+
     list_display = ["name", "created_at"]
     search_fields = ["name"]
     inlines = [MembershipInline]
+    form = TeamForm
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(pk__in=Team.objects.visible_to(request.user).values("pk"))
+
+    def save_model(self, request: HttpRequest, obj: Team, form: Any, change: bool) -> None:
+        if not change:  # an operator's team, without members: do_create_team makes its creator admin
+            super().save_model(request, obj, form, change)
+            record(Action.TEAM_CREATE, obj, team_id=obj.pk)
+            return
+        stored = Team.objects.get(pk=obj.pk)
+        actions.do_update_team(stored, name=obj.name, description=obj.description)
+
+    def delete_model(self, request: HttpRequest, obj: Team) -> None:
+        actions.do_delete_team(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Team]) -> None:
+        for team in queryset:
+            actions.do_delete_team(team)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         roles = dict(Membership.objects.filter(team=form.instance).values_list("pk", "role"))

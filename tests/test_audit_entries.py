@@ -26,7 +26,7 @@ from ingestion import actions as ingest
 from ingestion.index import create_version
 from ingestion.versions import flip
 from knowledge import actions
-from knowledge.models import ApiToken, Collection, Document, IndexedDocument, IndexVersion, Invitation, Role
+from knowledge.models import ApiToken, Collection, Document, IndexedDocument, IndexVersion, Invitation, Role, Team
 from providers import registry
 from quality import actions as quality
 from quality.models import Feedback, GoldenQuestion
@@ -117,6 +117,20 @@ CASES: dict[Action, tuple[Callable[[World], Any], Callable[[World, Any], Any], A
         lambda w: None,
         lambda w, _: actions.do_create_team(w.alice, "Another team"),
         (lambda w: None, lambda w, _: actions.do_create_team(w.alice, "research"), None),
+    ),
+    Action.TEAM_UPDATE: (
+        lambda w: w.team,
+        lambda w, t: actions.do_update_team(t, name="Research lab"),
+        (
+            lambda w: (actions.do_create_team(w.charlie, "Guild"), w.team)[1],
+            lambda w, t: actions.do_update_team(t, name="GUILD"),
+            None,
+        ),
+    ),
+    Action.TEAM_DELETE: (
+        lambda w: actions.do_create_team(w.alice, "Empty team"),  # no collection: one entry
+        lambda w, t: actions.do_delete_team(t),
+        (lambda w: w.team, lambda w, t: actions.do_delete_team(t), _failing(Team, "delete")),
     ),
     Action.MEMBER_ADD: (
         lambda w: None,

@@ -37,7 +37,8 @@ class TeamSerializer(serializers.ModelSerializer[Team]):
         return roles.get(team.pk)
 
     def validate_name(self, value: str) -> str:
-        # A rename (PATCH) is saved by the serializer, not by an action: the same rule here.
+        # The actions check it again (with the uniqueness in any case); here the error is
+        # given under the field's name.
         try:
             return clean_name(value)
         except DjangoValidationError as exc:

@@ -71,6 +71,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 class TeamViewSet(viewsets.ModelViewSet[Team]):
+    """The caller's teams: any member reads, team admins rename and delete."""
+
     serializer_class = s.TeamSerializer
 
     def get_queryset(self) -> QuerySet[Team]:
@@ -89,6 +91,14 @@ class TeamViewSet(viewsets.ModelViewSet[Team]):
         team = actions.do_create_team(request_user(self.request), data["name"], data.get("description", ""))
         serializer.context["my_roles"][team.pk] = Role.ADMIN.value
         serializer.instance = team
+
+    def perform_update(self, serializer: s.TeamSerializer) -> None:  # type: ignore[override]
+        assert serializer.instance is not None
+        data = serializer.validated_data
+        actions.do_update_team(serializer.instance, name=data.get("name"), description=data.get("description"))
+
+    def perform_destroy(self, instance: Team) -> None:
+        actions.do_delete_team(instance)
 
 
 @extend_schema_view(
