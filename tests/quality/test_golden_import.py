@@ -148,30 +148,14 @@ def test_characters_postgresql_cannot_store_are_reported_not_a_500(api, api_url,
 def test_a_file_that_is_not_utf8_is_a_400_on_the_page_and_the_api(client, api, api_url, page_url, guide):
     data = _line(id="latin", question="Café?").encode("latin-1")
     assert data.index("é".encode("latin-1")) == 32  # byte 33 counted from 1
-    expected = {"imported": 0, "updated": 0, "errors": [{"line": 0, "error": NOT_UTF8}]}
-    as_body = api.post(api_url, data, content_type="application/x-ndjson")
-    assert (as_body.status_code, as_body.json()) == (400, expected)
-    as_file = api.post(api_url, {"file": _upload(data)}, format="multipart")
-    assert (as_file.status_code, as_file.json()) == (400, expected)
-    page = client.post(page_url, {"file": _upload(data)})
-    assert page.status_code == 400
-    assert _messages(page) == [NOT_UTF8]
-    assert _stored() == []
+    _refused_whole(client, api, api_url, page_url, data, NOT_UTF8)
 
 
 def test_a_file_over_the_size_limit_is_a_400_on_the_page_and_the_api(client, api, api_url, page_url, guide):
     first = _line(id="first") + "\n"
     data = (first + " " * (MAX_IMPORT_BYTES + 1 - len(first))).encode()
     assert len(data) == MAX_IMPORT_BYTES + 1
-    expected = {"imported": 0, "updated": 0, "errors": [{"line": 0, "error": TOO_LARGE}]}
-    as_body = api.post(api_url, data, content_type="application/x-ndjson")
-    assert (as_body.status_code, as_body.json()) == (400, expected)
-    as_file = api.post(api_url, {"file": _upload(data)}, format="multipart")
-    assert (as_file.status_code, as_file.json()) == (400, expected)
-    page = client.post(page_url, {"file": _upload(data)})
-    assert page.status_code == 400
-    assert _messages(page) == [TOO_LARGE]
-    assert _stored() == []
+    _refused_whole(client, api, api_url, page_url, data, TOO_LARGE)
     # One byte less is read.
     assert api.post(api_url, data[:-1], content_type="application/x-ndjson").status_code == 200
     assert _stored() == ["first"]
@@ -213,3 +197,17 @@ def test_an_unexpected_failure_stores_none_of_the_lines(monkeypatch, alice, priv
     assert saved == ["one"]
     assert _stored() == []
     assert not Entry.objects.filter(action="golden.import").exists()
+
+
+def _refused_whole(client, api, api_url: str, page_url: str, data: bytes, message: str) -> None:
+    """The file is refused as a whole (line 0), the same way as a raw body, as a multipart
+    file and on the page, and nothing is stored."""
+    expected = {"imported": 0, "updated": 0, "errors": [{"line": 0, "error": message}]}
+    as_body = api.post(api_url, data, content_type="application/x-ndjson")
+    assert (as_body.status_code, as_body.json()) == (400, expected)
+    as_file = api.post(api_url, {"file": _upload(data)}, format="multipart")
+    assert (as_file.status_code, as_file.json()) == (400, expected)
+    page = client.post(page_url, {"file": _upload(data)})
+    assert page.status_code == 400
+    assert _messages(page) == [message]
+    assert _stored() == []
