@@ -175,7 +175,7 @@ def test_the_admin_renames_and_deletes_through_the_actions(
     document, _run = do_add_document(team_collection, "guide.md", b"# Guide", enqueue=False)
     stored = document.file.path
     rows = list(Membership.objects.filter(team=team).order_by("pk"))
-    data = {
+    data: dict[str, object] = {
         "memberships-TOTAL_FORMS": str(len(rows)),
         "memberships-INITIAL_FORMS": str(len(rows)),
         "memberships-MIN_NUM_FORMS": "0",
