@@ -250,6 +250,33 @@ def citation(
     }
 
 
+def closest(sources: Sequence[Source], language: Language, count: int) -> list[dict[str, Any]]:
+    """The first `count` places among the passages (one per page, slide or moment, its best
+    passage), as a declined answer lists them: each a link to its page with the chunk marked
+    (`/documents/<id>/pages/<n>/?chunk=<id>`, as the chat's citations open it). They are the
+    answer's own passages, so only ever what the user may read."""
+    listed: dict[tuple[int, str], dict[str, Any]] = {}
+    for source in sources:
+        hit = source.hit
+        where = (hit.document_id, place(hit, language))
+        if where in listed:
+            continue
+        if len(listed) == count:
+            break
+        listed[where] = {
+            "document_id": hit.document_id,
+            "collection_id": hit.collection_id,
+            "file": hit.document_name,
+            "page": hit.page_number,
+            "page_id": hit.page_id,
+            "place": where[1],
+            "chunk_id": hit.chunk_id,
+            "snippet": " ".join(hit.text.split())[:240],
+            "url": f"/documents/{hit.document_id}/pages/{hit.page_number}/?chunk={hit.chunk_id}",
+        }
+    return list(listed.values())
+
+
 def attachments(hits: Sequence[Hit]) -> list[dict[str, Any]]:
     """The attachments of these hits, the videos beside subtitles read in one query."""
     videos = sibling_videos(hits)

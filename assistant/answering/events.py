@@ -6,7 +6,7 @@ an event is its `to_json()`: {"type": <its type>, <its fields>}. In order:
 
     started  → queued? → strategy → rewrite? → memory.used? →
     (plan → (step.start → step.result)*  |  retrieval) →
-    (answer.delta | answer.replace)* → citations → attachments → done | error
+    (answer.delta | answer.replace)* → closest? → citations → attachments → done | error
 
 `error` may come at any point and ends the answer, as `done` does.
 """
@@ -114,6 +114,16 @@ class AnswerReplaced(Event):
 
 
 @dataclass(frozen=True)
+class Closest(Event):
+    """The portal declined: the passages nearest to an answer, each a link to its page (not
+    citations: they do not answer). Only the user's own passages: they are what the answer's
+    search, within the user's scope, returned."""
+
+    type: ClassVar[str] = "closest"
+    passages: list[dict[str, Any]]  # document_id, file, page, page_id, place, chunk_id, snippet, url
+
+
+@dataclass(frozen=True)
 class Citations(Event):
     type: ClassVar[str] = "citations"
     citations: list[dict[str, Any]]
@@ -166,6 +176,7 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
         "rewrite": None,
         "plan": [],
         "citations": [],
+        "closest": [],
         "attachments": [],
         "checks": {},
         "judge": None,
@@ -189,6 +200,8 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
                 parts.append(event.text)
             case AnswerReplaced():
                 parts = [event.text]
+            case Closest():
+                result["closest"] = event.passages
             case Citations():
                 result["citations"] = event.citations
             case Attachments():

@@ -26,7 +26,17 @@ from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
 from assistant.answering import router, strategies
-from assistant.answering.events import Attachments, Citations, Done, Event, Failed, MemoryUsed, Queued, StrategyChosen
+from assistant.answering.events import (
+    Attachments,
+    Citations,
+    Closest,
+    Done,
+    Event,
+    Failed,
+    MemoryUsed,
+    Queued,
+    StrategyChosen,
+)
 from assistant.answering.events import collect as collect
 from assistant.answering.session import AskError as AskError
 from assistant.answering.session import Draft, Session, searched_collections, started
@@ -173,6 +183,8 @@ def _answer(draft: Draft, model: ChatModel) -> Iterator[Event]:
         draft.language,
         draft.quotes,
     )
+    if draft.abstain and draft.closest:  # declined by the portal, not answered after all (a picture shown)
+        yield Closest(draft.closest)
     yield Citations(draft.citations)
     if not draft.abstain:
         unique = {hit.chunk_id: hit for hit in draft.media}

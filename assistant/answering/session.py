@@ -81,6 +81,7 @@ class Draft:
     quotes: dict[int, str] = field(default_factory=dict)  # the span each cited passage rests on
     abstain: bool = False
     citations: list[dict[str, Any]] = field(default_factory=list)
+    closest: list[dict[str, Any]] = field(default_factory=list)  # a decline's nearest passages (answer.closest)
     attachments: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     # What the portal did to the model's answer: retried a refusal, removed unsupported

@@ -200,13 +200,12 @@ def every_step_heard(draft: Draft) -> Generator[Event, None, dict[int, str]]:
 
 def decline(draft: Draft, lacking: Sequence[str]) -> Iterator[Event]:
     """The portal's own answer when the passages lack what the question names: no answer,
-    what was not found, and the closest passages (not citations: they do not answer)."""
+    what was not found, and the closest passages (not citations: they do not answer), which
+    the `closest` event gives as links to their pages."""
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
         log.info("Not in the documents: %s (question %r)", ", ".join(lacking), draft.session.question[:100])
-    language = draft.language
-    pages = list(
-        dict.fromkeys((source.hit.document_name, answers.place(source.hit, language)) for source in draft.sources)
-    )
-    draft.text = prompts.declined(language, lacking, pages[:CLOSEST_PASSAGES])
+    draft.closest = answers.closest(draft.sources, draft.language, CLOSEST_PASSAGES)
+    places = [(passage["file"], passage["place"]) for passage in draft.closest]
+    draft.text = prompts.declined(draft.language, lacking, places)
     draft.session.mark("first_token")
     yield AnswerDelta(draft.text)

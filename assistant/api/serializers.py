@@ -126,6 +126,18 @@ class AttachmentSerializer(serializers.Serializer[dict[str, Any]]):
     t_start = serializers.FloatField(allow_null=True)
 
 
+class ClosestSerializer(serializers.Serializer[dict[str, Any]]):
+    document_id = serializers.IntegerField()
+    collection_id = serializers.IntegerField()
+    file = serializers.CharField()
+    page = serializers.IntegerField()
+    page_id = serializers.IntegerField()
+    place = serializers.CharField(help_text="Where, as a person says it: page 3, slide 2, 01:05.")
+    chunk_id = serializers.IntegerField()
+    snippet = serializers.CharField()
+    url = serializers.CharField(help_text="The page in the portal, with this passage marked (`?chunk=`).")
+
+
 class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
     answer = serializers.CharField()
     abstain = serializers.BooleanField()
@@ -133,6 +145,11 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
     rewrite = serializers.CharField(allow_null=True)
     plan = serializers.ListField(child=serializers.CharField())
     citations = CitationSerializer(many=True)
+    closest = ClosestSerializer(
+        many=True,
+        help_text="When the portal declined (`abstain`): the passages nearest to an answer, as links to their "
+        "pages; not citations, they do not answer. Empty otherwise.",
+    )
     attachments = AttachmentSerializer(many=True)
     checks = serializers.DictField(
         child=serializers.IntegerField(),

@@ -191,6 +191,12 @@ const handlers = {
     renderText(turn.querySelector(".answer"), data.text);
     keepInView(turn);
   },
+  closest(turn, event) {
+    // The portal declined: where the nearest passages are, each a link to its page.
+    const box = turn.querySelector(".closest");
+    box.querySelector("ol").replaceChildren(...event.passages.map(closestItem));
+    show(box, event.passages.length > 0);
+  },
   citations(turn, event) {
     answers.get(turn).citations = event.citations;
     renderCitations(turn, event.citations);
@@ -216,6 +222,15 @@ function hitItem(hit) {
   const label = `${hit.n ? `[${hit.n}] ` : ""}${hit.file} · ${hit.place}`;
   const item = el("li", "", label);
   if (hit.snippet) item.title = hit.snippet;
+  return item;
+}
+
+function closestItem(passage) {
+  const item = el("li");
+  const link = el("a", "", `${passage.file} · ${passage.place}`);
+  link.href = passage.url;
+  if (passage.snippet) link.title = passage.snippet;
+  item.append(link);
   return item;
 }
 
