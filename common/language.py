@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from common.text import cjk_count
+
 Language = Literal["zh", "en"]
 
 
@@ -11,6 +13,6 @@ def language_of(text: str) -> Language:
     """Chinese when CJK characters make up a real part of the text (a Chinese question with
     an English product name is still Chinese)."""
     sample = text[:2000]
-    cjk = sum("\u4e00" <= char <= "\u9fff" for char in sample)
+    cjk = cjk_count(sample)
     letters = sum(char.isalpha() for char in sample)
     return "zh" if cjk and cjk * 4 >= letters else "en"

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from statistics import median
 
+from common.text import CJK, CJK_CHARS
 from ingestion.parsers.base import BBox
 
 Line = tuple[str, BBox]
@@ -25,8 +26,7 @@ MIN_COLUMN_LINES = 3
 SIGN_LINES = 6  # a picture with at most this many lines is a sign, not a page of text
 SHORT = 6  # a CJK line of at most this many characters can be read either way
 
-CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-IDEOGRAPHS = re.compile(rf"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{{2,{SHORT}}}")
+IDEOGRAPHS = re.compile(rf"[{CJK_CHARS}]{{2,{SHORT}}}")
 
 
 def order(lines: Sequence[Line]) -> list[Line]:

@@ -36,13 +36,13 @@ from assistant.answering.values import normalise
 from assistant.retrieval.scope import Scope
 from assistant.retrieval.search import search
 from assistant.retrieval.types import Hit, SearchResults
+from common.text import cjk_pairs
 from portal.typing import AnyUser
 
 CANDIDATES = 10  # hits searched for a cell: the fused ones after the passages, and lexical ones
 TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
-CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 # Written forms of the same label: a Chinese question about an English statistical table
 # names its usual labels in Chinese (sexes, controls and cases, totals, bounds, ages, means).
 # Longest first, since they are replaced inside runs of characters.
@@ -172,8 +172,7 @@ def words(text: str) -> set[str]:
         elif len(word) > 3 and word.endswith("s") and word[-2] not in "sui" and not word[-2].isdigit():
             word = word[:-1]
         found.add(word)
-    for run in CJK_RUN.findall(text):
-        found.update(run[i : i + 2] for i in range(len(run) - 1))
+    found.update(cjk_pairs(text))
     return found
 
 

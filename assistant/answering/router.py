@@ -26,6 +26,7 @@ from assistant.answering import evidence, prompts
 from assistant.answering.types import STRATEGIES, Route, Strategy, Turn
 from assistant.answering.values import normalise
 from common.language import Language, language_of
+from common.text import cjk_count
 from ingestion.terms import terms
 from providers.base import ChatMessage, ChatModel
 
@@ -95,7 +96,7 @@ def leans_on_history(question: str) -> bool:
     text = question.strip()
     if REFERENCE_ZH.search(text) or REFERENCE_EN.search(text) or SHORT_FOLLOW_UP.search(text):
         return True
-    cjk = sum("\u4e00" <= char <= "\u9fff" for char in text)
+    cjk = cjk_count(text)
     return cjk < 8 if cjk else len(text.split()) < 4
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from common.text import CJK_CHARS
+
 # A sentence longer than this is pasted material (a log, a paragraph of a document), not
 # something the user says about themselves.
 MAX_SENTENCE = 300
@@ -41,7 +43,7 @@ NOTHING = Gate(keep=False, kind="", sentences=())
 _CLOSE = "”’\"'」』）)】"
 _SENTENCE_END = re.compile(
     rf"[。！？!?；;…]+[{_CLOSE}]*"  # Chinese and ASCII ends, with any closing quotes
-    rf"|\.+[{_CLOSE}]*(?=\s|$|[\u3400-\u9fff])"  # a full stop before a space, the end or Chinese
+    rf"|\.+[{_CLOSE}]*(?=\s|$|[{CJK_CHARS}])"  # a full stop before a space, the end or Chinese
     r"|\n"
 )
 _CLAUSE_END = re.compile(r"[，,：:、—]+|\s+(?:but|and|so|because)\s+", re.IGNORECASE)

@@ -37,8 +37,8 @@ from assistant.retrieval.dense import search_statement, statement
 from assistant.retrieval.fusion import rrf
 from assistant.retrieval.lexical import query_terms
 from assistant.retrieval.scope import Scope
+from common.text import is_cjk
 from ingestion.pictures import COLOURS
-from ingestion.reading_order import CJK
 
 MEDIA_KINDS = ("image", "picture", "frame")
 MEDIA_ONLY = " AND c.kind IN ('image', 'picture', 'frame')"
@@ -145,7 +145,7 @@ def forms(term: str) -> list[str]:
         elif term.endswith(("ses", "xes", "ches", "shes")):
             found.append(term[:-2])
         found.append(term[:-1])
-    elif len(term) >= 2 and all(CJK.match(char) for char in term):
+    elif len(term) >= 2 and all(is_cjk(char) for char in term):
         found += [term[start:] for start in range(1, len(term))]
         if term[-1] in "上里中下前后旁边内外":
             found.append(term[:-1])

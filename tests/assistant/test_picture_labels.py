@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from common.text import CJK
+
 LABELS = Path(__file__).resolve().parents[2] / "providers" / "local" / "labels"
 
 FAMILIES = {
@@ -54,7 +56,6 @@ PERSON = ("person", "人")  # COCO id 1 only
 
 COCO_UNUSED = {12, 26, 29, 30, 45, 66, 68, 69, 71, 83}
 
-CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
