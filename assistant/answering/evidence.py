@@ -28,11 +28,10 @@ from django.db.models import Count, Q
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise, number_in, plain
 from assistant.retrieval.types import Hit
+from common.text import CJK, DASH, TOKEN, unmarked
 from knowledge.models import Page
 
-TOKEN = re.compile(r"[\\\-]*[A-Za-z0-9\u00c0-\u024f][\w.+\-/\\'\u00c0-\u024f]*")
 TITLE = re.compile(r"《([^》]{1,40})》")
-CJK = re.compile(r"[\u3400-\u9fff]")
 DIGITS = re.compile(r"\d+")
 # Capitalised words that start clauses or name nothing in particular; months and days
 # (documents write dates as 2005-03-08 as often as in words).
@@ -51,6 +50,8 @@ POSSESSIVE = re.compile(r"'s$")
 COMPOUND = re.compile(r"[a-z]+(-[a-z]+)+")
 SENTENCE_START = re.compile(r"(^|[.?!:;]\s+|\n)$")
 SLASHED = re.compile(r"[^\W\d_]+(/[^\W\d_]+)+")  # words joined by slashes: INR/USD, TCP/IP
+PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")  # what Markdown may escape with a backslash
+OPTION = re.compile(r"[\\\-]+\w")  # an option or a command as written: -9, --best, \hline
 
 
 def anchors(text: str) -> list[str]:
@@ -82,13 +83,25 @@ def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
 def present(anchor: str, text: str) -> bool:
     """Whether `text` (normalised) holds the anchor. A version, a year or any number of three
     digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
-    0 on the page; any dash: values.number_in); a short number or a word with digits needs
-    its digit runs (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); words
-    joined by slashes may be joined otherwise (INR/USD is the variable inrusd); anything
-    else its words as written (case aside)."""
+    0 on the page; any dash: values.number_in); an option or a command (`-9`, `--best`,
+    `\\hline`) as a whole token, its leading dashes any dash ("-9" is not in "-90" nor in
+    "2-9"); a short number or a word with digits needs its digit runs (70-79 holds if 70 and
+    79 are there; a day "8" in 2005-03-08); words joined by slashes may be joined otherwise
+    (INR/USD is the variable inrusd); anything else its words as written (case aside). A
+    Markdown source counts as its reader sees it too: `**\\-9**` and `foo\\_bar` hold -9 and
+    foo_bar (common.text.unmarked)."""
     wanted = normalise(anchor)
+    if _present(wanted, text):
+        return True
+    seen = unmarked(text)
+    return seen != text and _present(wanted, seen)
+
+
+def _present(wanted: str, text: str) -> bool:
     if NUMBER.fullmatch(wanted) and (len(wanted) >= 3 or not wanted.isdigit()):
         return number_in(wanted, text)
+    if OPTION.match(wanted):
+        return _option_in(wanted, text)
     if wanted in text:
         return True
     if SLASHED.fullmatch(wanted):  # INR/USD as a document's identifier writes it: inrusd, INR-USD
@@ -100,6 +113,19 @@ def present(anchor: str, text: str) -> bool:
             word in text for word in re.split(r"[\W\d_]+", wanted) if len(word) > 1
         )
     return False
+
+
+def _option_in(option: str, text: str) -> bool:
+    """Whether `text` holds the option or command as a token of its own, nothing of a word
+    just after it. An option (`-9`, `--best`): nothing of a word or a dash just before it,
+    each leading dash any dash a document prints ("--" also one en or em dash). A command
+    (`\\hline`) may follow another (`\\toprule\\hline`)."""
+    lead = len(option) - len(option.lstrip("-"))
+    rest = re.escape(option[lead:])
+    if not lead:
+        return re.search(rf"{rest}(?!\w)", text) is not None
+    dashes = f"{DASH}{{{lead}}}|[\u2013\u2014]" if lead == 2 else f"{DASH}{{{lead}}}"
+    return re.search(rf"(?<![\w\\\-\u2010-\u2015\u2212])(?:{dashes}){rest}(?!\w)", text) is not None
 
 
 def missing(question: str, passages: Iterable[str]) -> list[str]:
@@ -132,11 +158,14 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
 
 def _written(name: str) -> Q:
     """A page that holds the name as `present` would find it: words joined by slashes may be
-    joined otherwise there (INR/USD as inrusd)."""
-    if not SLASHED.fullmatch(normalise(name)):
-        return Q(text__icontains=name)
-    parts = normalise(name).split("/")
+    joined otherwise there (INR/USD as inrusd); a Markdown page may escape its punctuation
+    (`\\-\\-best`, `foo\\_bar`)."""
     found = Q(text__icontains=name)
-    for joint in ("", "-", "_", " "):
-        found |= Q(text__icontains=joint.join(parts))
+    escaped = PUNCTUATION.sub(r"\\\g<0>", name)
+    if escaped != name:
+        found |= Q(text__icontains=escaped)
+    if SLASHED.fullmatch(normalise(name)):
+        parts = normalise(name).split("/")
+        for joint in ("", "-", "_", " "):
+            found |= Q(text__icontains=joint.join(parts))
     return found

@@ -23,18 +23,17 @@ from dataclasses import dataclass, field
 
 from assistant.answering import passages
 from assistant.answering.answer import CITATION, cited
-from assistant.answering.evidence import TOKEN, said
+from assistant.answering.evidence import said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise, number_in, plain
 from common.language import Language
+from common.text import CJK, NUMERAL, TOKEN, unmarked
 
 LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*+])\s+", re.M)
 QUOTED = re.compile(r"[“\"「『`‘]([^”\"」』`’\n]{2,80})[”\"」』`’]")
 # A sentence: up to its end mark (a full stop only before a space: "1.5" goes on), with the
 # citation marks and spaces after it ("五年。[3]": the mark belongs to the sentence before).
 SENTENCE = re.compile(r"[^\n]*?(?:[。！？!?]+|\.(?=\s|$)|\n|$)(?:\s*[\[【][\d,，、\s]+[\]】])*[ \t]*\n*", re.S)
-CJK = re.compile(r"[\u3400-\u9fff]")
-NUMERAL = re.compile(r"[\d零〇一二两三四五六七八九十百千万亿]")  # "十天" answers by itself
 QUOTE_CHARS = 300  # of a quote shown in an answer
 INTRO = {"zh": "资料原文：", "en": "The passage says: "}
 
@@ -75,9 +74,11 @@ def sentences(text: str) -> list[str]:
 def found(claim: str, text: str) -> bool:
     """Whether `text` (normalised) holds the claim: a number as a whole number (3.7 is not in
     13.75; any dash between its parts: values.number_in), anything else as written (case and
-    width aside)."""
+    width aside), in a Markdown source as its reader sees it too (`\\-\\-best` holds --best)."""
     wanted = normalise(claim)
-    return number_in(wanted, text) if NUMBER.fullmatch(wanted) else wanted in text
+    if NUMBER.fullmatch(wanted):
+        return number_in(wanted, text)
+    return wanted in text or wanted in unmarked(text)
 
 
 def check(

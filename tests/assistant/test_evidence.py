@@ -109,3 +109,95 @@ def test_a_version_or_year_must_be_there_whole_while_a_day_may_be_part_of_a_date
     assert not evidence.present("2006", text)
     assert evidence.present("2020", text)
     assert evidence.present("8", normalise("2005-03-08 4666.7"))
+
+
+# Options and identifiers as written: with their dash or backslash, in plain text and in a
+# Markdown source (emphasis and escapes: `**\-9**`, `\-\-best`, `foo\_bar`).
+
+MAN_PAGE = "gzip: **\\-9** 及 **\\-\\-best**：最好的压缩。 **\\-1** 及 **\\-\\-fast**：最快的压缩。"
+WRITTEN = {  # anchor → a plain text and a Markdown source that hold it
+    "-9": ("gzip -9 compresses best", MAN_PAGE),
+    "--best": ("gzip --best compresses best", MAN_PAGE),
+    "\\hline": ("end each row with \\hline.", "end each row with \\\\hline."),
+    "-acdfhlLnNrtvV19": ("Options: -acdfhlLnNrtvV19 (see below)", "Options: **\\-acdfhlLnNrtvV19**"),
+    "foo_bar": ("set foo_bar to 1", "set *foo\\_bar* to 1"),
+    "v1.2.3": ("released as v1.2.3 in May", "released as **v1.2.3** in May"),
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("gzip 的 -9 选项是什么意思？", ["gzip", "-9"]),
+        ("gzip的-9选项是什么意思？", ["gzip", "-9"]),  # a token stops at a Chinese character
+        ("What does gzip -9 do?", ["-9"]),
+        ("--best 和 -9 有什么区别？", ["--best", "-9"]),
+        ("What does gzip --best do?", ["--best"]),
+        ("\\hline 命令画什么线？", ["\\hline"]),
+        ("Where does \\hline draw its rule?", ["\\hline"]),
+        ("ls 的 -acdfhlLnNrtvV19 是哪些选项？", ["ls", "-acdfhlLnNrtvV19"]),
+        ("Which of -acdfhlLnNrtvV19 lists hidden files?", ["-acdfhlLnNrtvV19"]),
+        ("foo_bar 在 v1.2.3 中的默认值是多少？", ["foo_bar", "v1.2.3"]),
+        ("What is the default of foo_bar in v1.2.3?", ["foo_bar", "v1.2.3"]),
+    ],
+)
+def test_a_question_anchors_options_and_identifiers_as_written(question, expected):
+    assert evidence.anchors(question) == expected
+
+
+@pytest.mark.parametrize("anchor", list(WRITTEN))
+def test_an_option_or_identifier_is_found_as_written_in_plain_text_and_in_markdown(anchor):
+    plain_text, markdown = WRITTEN[anchor]
+    assert evidence.present(anchor, normalise(plain_text))
+    assert evidence.present(anchor, normalise(markdown))
+
+
+@pytest.mark.parametrize(
+    ("question", "passage"),
+    [
+        ("gzip 的 -9 选项是什么意思？", MAN_PAGE),
+        ("What does gzip's --best option do?", MAN_PAGE),
+        ("\\hline 命令画什么线？", "Each row ends with \\\\hline in the source."),
+        ("Which options does -acdfhlLnNrtvV19 combine?", "ls \\-acdfhlLnNrtvV19 lists everything"),
+        ("foo_bar 的默认值是什么？", "*foo\\_bar* defaults to 1"),
+        ("What changed in v1.2.3?", "## Changes in **v1.2.3**"),
+    ],
+)
+def test_a_question_about_an_option_is_not_declined_when_the_passage_writes_it(question, passage):
+    assert evidence.missing(question, [passage]) == []
+
+
+def test_an_option_really_absent_is_still_missing():
+    assert evidence.missing("gzip 的 -8 选项是什么意思？", [MAN_PAGE]) == ["-8"]
+    assert evidence.missing("What does gzip --fastest do?", [MAN_PAGE]) == ["--fastest"]
+    assert evidence.missing("\\toprule 命令画什么线？", ["Each row ends with \\\\hline."]) == ["\\toprule"]
+    assert evidence.missing("What is foo_baz?", ["*foo\\_bar* defaults to 1"]) == ["foo_baz"]
+    assert evidence.missing("What changed in v1.2.4?", ["## Changes in **v1.2.3**"]) == ["v1.2.4"]
+
+
+@pytest.mark.parametrize("text", ["gzip -90 is no level", "pages 2-9 of the manual", "see --9", "a-9 b9 9"])
+def test_an_option_is_not_part_of_a_longer_number_or_a_range(text):
+    assert not evidence.present("-9", normalise(text))
+    assert evidence.missing("gzip 的 -9 选项是什么意思？", [f"gzip {text}"]) == ["-9"]
+    assert evidence.missing("What does gzip -9 do?", [text]) == ["-9"]
+
+
+def test_an_option_or_command_is_a_whole_token_its_dashes_as_printed():
+    assert evidence.present("-9", normalise("gzip \u22129 or \u20139"))  # a minus sign, an en dash
+    assert evidence.present("--best", normalise("gzip \u2013best"))  # "--" typeset as one en dash
+    assert not evidence.present("--best", normalise("gzip -best"))
+    assert not evidence.present("--best", normalise("gzip --bestest"))
+    assert evidence.present("\\hline", normalise("\\toprule\\hline"))  # a command after another
+    assert not evidence.present("\\hline", normalise("\\hlines"))
+
+
+@pytest.mark.django_db
+def test_a_name_escaped_in_a_markdown_page_is_found_in_its_document(private_collection, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    document, _run = actions.do_add_document(private_collection, "gzip.md", b"# gzip", enqueue=False)
+    Page.objects.create(document=document, number=1, kind="text", text="**\\-\\-best** and foo\\_bar")
+    page = Page.objects.create(document=document, number=2, kind="text", text="Compression levels.")
+    passage = [source(document, page, page.text)]
+    assert evidence.unsupported("What does --best do?", passage) == []
+    assert evidence.unsupported("What is foo_bar?", passage) == []
+    assert evidence.unsupported("What does --fast do?", passage) == ["--fast"]
