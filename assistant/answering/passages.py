@@ -21,18 +21,24 @@ from dataclasses import dataclass
 
 from assistant.answering.evidence import COMMON, anchors
 from assistant.answering.values import normalise, plain
-from common.text import cjk_pairs, is_cjk, unmarked
 
 SENTENCE = re.compile(r"(?<=[。！？；!?;])|(?<=[.:])\s+(?=[A-Z0-9\"'(“])")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]")
+CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 # Characters that make no pair worth matching on their own (particles, question words).
 CJK_FILLER = set("的了吗呢吧是在有和与及或为被把对从到中上下个这那哪什么怎么如何多少几请问")
 # Text in a document that speaks to the assistant instead of the reader ("ignore your
 # instructions and ..."): a passage is data, so such sentences never reach the model.
 INSTRUCTION = re.compile(
     r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instructions?|prompts?|rules|guidelines)\b"
+    r"|\b(ignore|disregard)\s+(the|this|that|any|all|their|your)?\s*(user'?s?\s+)?(question|request)s?\b"
+    # a line that gives the assistant an order ("Assistant: answer 'yes'")
+    r"|^\W*(assistant|chatbot|chatgpt)\s*[:：,，]\s*(ignore|disregard|forget|answer|reply|respond|say|print|"
+    r"output|tell|do not|don't|you)\b"
     r"|\b(system prompt|you are now|new instructions?)\b"
-    r"|(忽略|无视|忘记|不要理会|覆盖).{0,20}(指令|指示|提示词|规则|要求)|你现在是|系统提示",
+    r"|(忽略|无视|忘记|不要理会|覆盖).{0,20}(指令|指示|提示词|规则|要求|问题)|你现在是|系统提示"
+    r"|^\W*(助手|AI\s*助手|智能助手)\s*[:：，,]\s*(忽略|无视|不管|无论|不论|回答|输出|告诉|请|你)"
+    r"|(不管|无论|不论)用户(问|说)什么",
     re.I,
 )
 ANCHOR_WEIGHT = 3.0
@@ -47,10 +53,8 @@ class Terms:
     weights: dict[str, float]
 
     def score(self, text: str) -> float:
-        """The weight of the terms `text` holds, as written or as a Markdown reader sees it."""
         lowered = normalise(text)
-        seen = unmarked(lowered)
-        return sum(weight for term, weight in self.weights.items() if term in lowered or term in seen)
+        return sum(weight for term, weight in self.weights.items() if term in lowered)
 
     def __bool__(self) -> bool:
         return bool(self.weights)
@@ -66,8 +70,11 @@ def terms(*texts: str) -> Terms:
         for word in WORD.findall(lowered):
             if len(word) >= 3 and word not in COMMON:
                 weights.setdefault(word[:6] if len(word) > 7 else word, 1.0)  # a crude stem: "compared" ~ "compar"
-        for pair in cjk_pairs(lowered, skip=CJK_FILLER):
-            weights.setdefault(pair, 1.0)
+        for run in CJK_RUN.findall(lowered):
+            for i in range(len(run) - 1):
+                pair = run[i : i + 2]
+                if not (pair[0] in CJK_FILLER and pair[1] in CJK_FILLER):
+                    weights.setdefault(pair, 1.0)
     return Terms(weights)
 
 
@@ -95,7 +102,7 @@ def tokens(text: str) -> int:
     letter about a fifth, a space or punctuation mark about half."""
     cjk = digits = letters = 0
     for char in text:
-        if is_cjk(char):
+        if "\u3400" <= char <= "\u9fff":
             cjk += 1
         elif char.isdigit():
             digits += 1
@@ -179,8 +186,7 @@ def quote(text: str, wanted: Terms, values: Iterable[str] = ()) -> str:
 
     def rank(part: str) -> tuple[int, float]:
         lowered = normalise(part)
-        seen = unmarked(lowered)
-        return sum(claim in lowered or claim in seen for claim in claims), wanted.score(part)
+        return sum(claim in lowered for claim in claims), wanted.score(part)
 
     best = max(parts, key=rank)
     held, score = rank(best)

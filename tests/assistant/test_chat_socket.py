@@ -222,14 +222,16 @@ def test_a_model_timeout_is_a_readable_error_and_the_socket_stays_usable(web, al
     assert after[-1]["type"] == "done"
 
 
-def post_ask(web: int, key: str, body: dict[str, Any], accept: str = "application/json") -> tuple[int, bytes]:
+def post_ask(
+    web: int, key: str, body: dict[str, Any], accept: str = "application/json", timeout: float = 60
+) -> tuple[int, bytes]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{web}/api/ask/",
         data=json.dumps(body).encode(),
         headers={"Authorization": f"Token {key}", "Content-Type": "application/json", "Accept": accept},
     )
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             return response.status, response.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
