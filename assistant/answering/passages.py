@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from assistant.answering.evidence import COMMON, anchors
 from assistant.answering.values import normalise, plain
+from common.text import cjk_pairs, is_cjk, unmarked
 
 SENTENCE = re.compile(r"(?<=[。！？；!?;])|(?<=[.:])\s+(?=[A-Z0-9\"'(“])")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]")
-CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 # Characters that make no pair worth matching on their own (particles, question words).
 CJK_FILLER = set("的了吗呢吧是在有和与及或为被把对从到中上下个这那哪什么怎么如何多少几请问")
 # Text in a document that speaks to the assistant instead of the reader ("ignore your
@@ -53,8 +53,10 @@ class Terms:
     weights: dict[str, float]
 
     def score(self, text: str) -> float:
+        """The weight of the terms `text` holds, as written or as a Markdown reader sees it."""
         lowered = normalise(text)
-        return sum(weight for term, weight in self.weights.items() if term in lowered)
+        seen = unmarked(lowered)
+        return sum(weight for term, weight in self.weights.items() if term in lowered or term in seen)
 
     def __bool__(self) -> bool:
         return bool(self.weights)
@@ -70,11 +72,8 @@ def terms(*texts: str) -> Terms:
         for word in WORD.findall(lowered):
             if len(word) >= 3 and word not in COMMON:
                 weights.setdefault(word[:6] if len(word) > 7 else word, 1.0)  # a crude stem: "compared" ~ "compar"
-        for run in CJK_RUN.findall(lowered):
-            for i in range(len(run) - 1):
-                pair = run[i : i + 2]
-                if not (pair[0] in CJK_FILLER and pair[1] in CJK_FILLER):
-                    weights.setdefault(pair, 1.0)
+        for pair in cjk_pairs(lowered, skip=CJK_FILLER):
+            weights.setdefault(pair, 1.0)
     return Terms(weights)
 
 
@@ -102,7 +101,7 @@ def tokens(text: str) -> int:
     letter about a fifth, a space or punctuation mark about half."""
     cjk = digits = letters = 0
     for char in text:
-        if "\u3400" <= char <= "\u9fff":
+        if is_cjk(char):
             cjk += 1
         elif char.isdigit():
             digits += 1
@@ -186,7 +185,8 @@ def quote(text: str, wanted: Terms, values: Iterable[str] = ()) -> str:
 
     def rank(part: str) -> tuple[int, float]:
         lowered = normalise(part)
-        return sum(claim in lowered for claim in claims), wanted.score(part)
+        seen = unmarked(lowered)
+        return sum(claim in lowered or claim in seen for claim in claims), wanted.score(part)
 
     best = max(parts, key=rank)
     held, score = rank(best)

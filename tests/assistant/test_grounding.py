@@ -133,3 +133,33 @@ def test_a_short_chinese_quantity_is_an_answer_and_gets_no_quote():
     checked = verify.check("十天 [1]。", "年假有几天？", given, "zh")
     assert checked.text == "十天 [1]。"
     assert not checked.quoted
+
+
+GZIP_MD = (
+    "gzip 的选项：\n\n**\\-9** 及 **\\-\\-best**：最好的压缩。\n\n"
+    "**\\-1** 及 **\\-\\-fast**：最快的压缩。\n\n*GZIP\\_OPT* 存放默认选项。"
+)
+
+
+def test_an_answer_naming_an_option_a_markdown_passage_escapes_keeps_its_sentence():
+    given = [Source(1, hit(GZIP_MD, name="gzip.md"))]
+    checked = verify.check(
+        "-9 即 --best，压缩得最好 [1]。GZIP_OPT 存放默认选项 [1]。", "gzip 的 -9 选项是什么意思？", given, "zh"
+    )
+    assert not checked.removed
+    assert "--best" in checked.text
+    assert "GZIP_OPT" in checked.text
+    wrong = verify.check("-9 即 --fastest，压缩得最好 [1]。", "gzip 的 -9 选项是什么意思？", given, "zh")
+    assert wrong.removed  # an option the passage does not write is still removed
+
+
+def test_claims_stop_at_a_chinese_character_and_keep_an_options_dashes():
+    assert verify.claims("用--best选项") == ["--best"]
+    assert verify.claims("-9 即 --best，\\hline 画横线") == ["9", "--best", "\\hline"]
+
+
+def test_the_quote_is_the_line_that_writes_the_option_in_markdown():
+    text = "The fast path of gzip is described below.\n**\\-1** 及 **\\-\\-fast**：最快的压缩。"
+    wanted = passages.terms("What does --fast do in gzip?")
+    assert passages.quote(text, wanted) == "**\\-1** 及 **\\-\\-fast**：最快的压缩。"  # shown as written
+    assert passages.quote(text, wanted, ["--fast"]) == "**\\-1** 及 **\\-\\-fast**：最快的压缩。"
