@@ -1,7 +1,8 @@
-"""Two runs of `manage.py evaluate --answers` side by side: every answer metric per language
-and question type, before → after, and what the portal's checks did in the after run.
+"""Two runs of `manage.py evaluate --answers` side by side, as Markdown tables: every answer
+metric per language and question type, before → after, and what the portal's checks did in
+the after run.
 
-    .venv/bin/python bench/compare_answers.py before.json after.json [--markdown]
+    .venv/bin/python bench/compare_answers.py before.json after.json
 
 The JSON files are what `manage.py evaluate --answers --out <file>` wrote.
 """
