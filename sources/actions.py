@@ -186,7 +186,12 @@ def do_save_source(
     if typed and credentials is not None:
         source.set_credentials(credentials)
     source.credentials_cleared = dropped or (source.credentials_cleared and not typed and not clear_credentials)
-    source.next_sync_at = schedule.next_after(source.schedule, timezone.now()) if source.enabled else None
+    # A source waiting for its credentials is not started by the schedule: each run would only
+    # fail saying so. Entering them (or removing them on purpose) schedules it again.
+    waiting = source.credentials_cleared
+    source.next_sync_at = (
+        schedule.next_after(source.schedule, timezone.now()) if source.enabled and not waiting else None
+    )
     with transaction.atomic():
         if created:
             source.created_by = actor if getattr(actor, "is_authenticated", False) else None

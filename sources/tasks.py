@@ -38,7 +38,8 @@ def sync_due() -> int:
         if SyncRun.objects.filter(pk=run_id, status=SyncRun.Status.RUNNING).update(status=SyncRun.Status.QUEUED):
             transaction.on_commit(partial(sync_source.delay, run_id))
     started = 0
-    for source in Source.objects.filter(enabled=True, next_sync_at__lte=now).select_related("collection"):
+    due = Source.objects.filter(enabled=True, credentials_cleared=False, next_sync_at__lte=now)
+    for source in due.select_related("collection"):
         do_start_sync(source, trigger=SyncRun.Trigger.SCHEDULE)
         Source.objects.filter(pk=source.pk).update(next_sync_at=schedule.next_after(source.schedule, now))
         started += 1

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
+from django.utils import timezone
 
 from audit.models import Action, Entry
 from knowledge.models import Role
@@ -197,6 +198,34 @@ def test_which_changes_clear_the_credentials(api, alice, admins, change, cleared
     assert body["has_credentials"] is not cleared
     stored = Source.objects.get(pk=source.pk)
     assert bool(stored.credentials_token) is not cleared
+
+
+@pytest.mark.usefixtures("named_hosts")
+def test_a_source_waiting_for_its_credentials_is_not_started_by_the_schedule(
+    api, alice, admins, django_capture_on_commit_callbacks
+):
+    """Each scheduled run would only fail with "enter them again": none is started until
+    credentials are entered (or removed on purpose), then the schedule resumes."""
+    from sources.tasks import sync_due
+
+    source = add_source(
+        api, alice, admins, name="Share", kind="webdav", url="http://files.example.com/dav/", schedule="30m",
+        username="alice", password="webdav-secret-of-alice",
+    )  # fmt: skip
+    assert Source.objects.get(pk=source.pk).next_sync_at is not None
+    patch(api, alice, source, url="http://other.example.com/dav/")
+    waiting = Source.objects.get(pk=source.pk)
+    assert waiting.credentials_cleared
+    assert waiting.next_sync_at is None
+    Source.objects.filter(pk=source.pk).update(next_sync_at=timezone.now())  # a value left from before
+    with django_capture_on_commit_callbacks() as queued:
+        assert sync_due() == 0
+    assert queued == []
+    assert not SyncRun.objects.filter(source=source).exists()
+    patch(api, alice, source, username="alice", password="webdav-secret-of-alice")
+    resumed = Source.objects.get(pk=source.pk)
+    assert not resumed.credentials_cleared
+    assert resumed.next_sync_at is not None
 
 
 def test_the_page_says_the_credentials_were_removed(client, api, alice, bob, admins, webdav_server, recorder):
