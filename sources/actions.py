@@ -41,8 +41,7 @@ def check_source(source: Source) -> None:
         if Source.objects.filter(collection=source.collection, name=source.name).exclude(pk=source.pk).exists():
             errors["name"] = _("The collection already has a source with this name.")
     url = source.url = source.url.strip()
-    on_server = "://" not in url or url.lower().startswith("file://")  # a path, or a file:// URL of one
-    if source.kind in (Source.Kind.FOLDER,) or (source.kind == Source.Kind.GIT and url and on_server):
+    if source.kind == Source.Kind.FOLDER or (url and source.location().on_this_server):
         if not url:
             errors["url"] = _("Enter the folder's path on the server.")
         else:

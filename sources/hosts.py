@@ -14,7 +14,7 @@ def remote_host(location: Location) -> str | None:
     """The host a source connects to; None for a folder, a Git repository on this server (a
     path or a file:// URL) and AWS itself (an S3 source with no endpoint)."""
     url = location.url.strip()
-    if location.kind == "folder" or (location.kind == "git" and ("://" not in url or url.lower().startswith("file:"))):
+    if location.on_this_server:
         return None
     if location.kind == "s3" and not url:
         return None

@@ -97,6 +97,13 @@ class Location:
     link_template: str = ""
     workdir: Path | None = None
 
+    @property
+    def on_this_server(self) -> bool:
+        """Read from this machine's disk, never over the network: a folder, or a Git repository
+        given as a path or a file:// URL (both must lie under PORTAL_SOURCE_ROOTS)."""
+        url = self.url.strip()
+        return self.kind == "folder" or (self.kind == "git" and ("://" not in url or url[:5].lower() == "file:"))
+
 
 def fill_link_template(template: str, path: str, branch: str = "") -> str:
     """The template with {path} (percent-encoded, `/` kept) and {branch} filled in; any other
