@@ -65,3 +65,14 @@ def unmarked(text: str) -> str:
     if "\\" not in text and "*" not in text and "_" not in text:
         return text
     return ESCAPED.sub(r"\1", EMPHASIS.sub("", text))
+
+
+# A NUL character or a lone UTF-16 surrogate (half of a pair; JSON's "\u0000" and "\ud800"
+# escapes make them): PostgreSQL stores neither, in text or in JSON, and UTF-8 has no form
+# for a surrogate. Text from outside is checked with `storable` before it is written.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> bool:
+    """Whether PostgreSQL can store the text (no NUL, no lone surrogate)."""
+    return not UNSTORABLE.search(text)

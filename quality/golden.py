@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 from assistant.retrieval.evaluation import LANGS, TYPES, UNANSWERABLE, QuestionFileError, parse_question
 from common import jsonlimits
 from common.language import language_of
+from common.text import storable
 from knowledge.models import Collection, Document
 from portal.models import User
 from quality.models import Feedback, GoldenQuestion
@@ -208,7 +209,7 @@ def check_storable(values: object) -> None:
     "\\u0000" and "\\ud800" escapes can make), in text or in JSON: refused here, with a
     reason, rather than failing the whole request when the row is written."""
     if isinstance(values, str):
-        if "\x00" in values or (not values.isascii() and _has_surrogate(values)):
+        if not storable(values):
             raise ValidationError(
                 _("The text holds a character that cannot be stored: a NUL (\\u0000) or half of a surrogate pair.")
             )
@@ -218,14 +219,6 @@ def check_storable(values: object) -> None:
     elif isinstance(values, list | tuple):
         for value in values:
             check_storable(value)
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 # JSON Lines

@@ -3,7 +3,6 @@ conversation and the turns before it, and the answer being written (`Draft`)."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,15 +22,12 @@ from assistant.retrieval.scope import Scope, scope_for
 from assistant.retrieval.types import Hit, SearchResults
 from common.cancelled import Cancelled
 from common.language import Language
+from common.text import storable
 from knowledge.models import Collection
 from portal.typing import AnyUser
 
 if TYPE_CHECKING:
     from assistant.answering.cells import Cell
-
-
-# A NUL character (PostgreSQL text cannot hold it) or a lone UTF-16 surrogate (no UTF-8 for it).
-NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
 class AskError(Exception):
@@ -111,7 +107,7 @@ def start(
     question = " ".join(str(question or "").split())
     if not question:
         raise AskError("invalid", _("Ask a question first."))
-    if NOT_TEXT.search(question):  # a websocket's JSON may carry them; the database stores neither
+    if not storable(question):  # a websocket's JSON may carry them; the database stores neither
         raise AskError("invalid", _("The question holds characters that are not text; type it again."))
     if len(question) > settings.MAX_QUERY_CHARS:
         raise AskError(
