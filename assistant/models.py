@@ -76,6 +76,15 @@ class Message(models.Model):
     attachments = models.JSONField(_("attachments"), default=list, blank=True)
     timings = models.JSONField(_("timings"), default=dict, blank=True)
     abstain = models.BooleanField(_("abstained"), default=False)
+    # How the answer was made (assistant/answering/modes.py: evidence, choose, phrase, passages)
+    # and every decision it made on the way, stage by stage (assistant/answering/decisions.py):
+    # what drives `abstain`, the chat's "how it was found" and analytics' "why it declined".
+    mode = models.CharField(_("answer mode"), max_length=16, blank=True)
+    decisions = models.JSONField(_("decisions"), default=list, blank=True)
+    # The evidence shown before the answer (each quote with its citation and confidence), and
+    # a declined answer's closest passages (links to their pages).
+    evidence = models.JSONField(_("evidence"), default=list, blank=True)
+    closest = models.JSONField(_("closest passages"), default=list, blank=True)
     # An answer's collections searched: [{"id", "name", "version"}] as they were then, with
     # the number of the index version each was searched in.
     searched = models.JSONField(_("collections searched"), default=list, blank=True)

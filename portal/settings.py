@@ -404,6 +404,16 @@ ANSWER_JUDGE: float | None = None if _judge == "off" else env_float("PORTAL_ANSW
 # answered with that cell, read off the row sentences, without the model (answering.cells).
 ANSWER_TABLE_CELLS = env_bool("PORTAL_ANSWER_TABLE_CELLS", True)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
+# How an answer is made once its passages are found (assistant/answering/modes.py): from the
+# evidence reader's quotes alone ("evidence"), the model choosing among them ("choose"),
+# the model writing from them ("phrase"), or the model reading whole passages ("passages").
+# "auto": the local model's default, chosen by the public evaluation, and "passages" with a
+# remote model. In every mode the evidence is shown before any model work.
+ANSWER_MODE = env_choice("PORTAL_ANSWER_MODE", "auto", ("auto", "evidence", "choose", "phrase", "passages"))
+# What the model may read when it chooses or phrases (tokens of the chosen sentences), and
+# how long it may write before the evidence answer stands instead (seconds).
+ANSWER_MODEL_TOKENS = env_int("PORTAL_ANSWER_MODEL_TOKENS", 250, minimum=40)
+ANSWER_MODEL_SECONDS = env_float("PORTAL_ANSWER_MODEL_SECONDS", 6.0, minimum=0.5)
 ANSWER_TIMEOUT = env_float("PORTAL_ANSWER_TIMEOUT", 300.0, minimum=1.0)
 # Request timeouts in the web process: daphne answers 503 when a view has not answered in
 # PORTAL_REQUEST_TIMEOUT seconds, and cuts a response still streaming then (so it must

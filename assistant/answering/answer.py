@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
-from assistant.answering import passages, prompts
+from assistant.answering import passages, policy, prompts
 from assistant.answering.quote_box import quote_boxes
 from assistant.answering.types import Source, StepEvidence
 from assistant.retrieval.types import Hit
@@ -129,7 +129,6 @@ def cited(text: str, count: int) -> tuple[int, ...]:
 
 # Clause ends; a citation right after the punctuation stays with its clause ("五年。[3]").
 CLAUSE_END = re.compile(r"(?<=[，。；！？,;!?\n])(?!\s*[\[【])")
-INFERRED_MIN_SHARE = 0.6
 MEMORY_CHARS = 300  # of one memory in the prompt
 MIN_PASSAGE_TOKENS = 60
 PASSAGE_CHARS = 4000  # of a cited passage kept with the citation, for its dialog
@@ -146,10 +145,10 @@ def attributed(text: str, sources: Sequence[Source], cited_numbers: Sequence[int
         if len(pairs) < 4 or not passages:
             continue
         shares = {number: len(pairs & found) / len(pairs) for number, found in passages.items()}
-        if any(shares.get(number, 0.0) >= INFERRED_MIN_SHARE for number in cited(clause, len(sources))):
+        if any(shares.get(number, 0.0) >= policy.INFERRED_MIN_SHARE for number in cited(clause, len(sources))):
             continue  # the clause's own citation holds it up
         best = max(shares, key=lambda number: shares[number])
-        if shares[best] >= INFERRED_MIN_SHARE and best not in cited_numbers and best not in inferred:
+        if shares[best] >= policy.INFERRED_MIN_SHARE and best not in cited_numbers and best not in inferred:
             inferred.append(best)
     return tuple(inferred)
 

@@ -4,9 +4,12 @@ The pipeline yields these; the websocket (assistant/consumers.py), Server-Sent E
 JSON answer (assistant/api/ask.py) and `manage.py chat` all read the same stream. On the wire
 an event is its `to_json()`: {"type": <its type>, <its fields>}. In order:
 
-    started  → queued? → strategy → rewrite? → memory.used? →
-    (plan → (step.start → step.result)*  |  retrieval) →
+    started  → queued? → stage* → strategy → rewrite? → memory.used? →
+    (plan → (step.start → step.result → evidence?)*  |  retrieval → evidence?) →
     (answer.delta | answer.replace)* → closest? → citations → attachments → done | error
+
+`stage` events may come between any two of the others: what the answer is doing now
+(searching, found, reading, writing), for a client to show instead of one static line.
 
 `error` may come at any point and ends the answer, as `done` does.
 """
@@ -98,6 +101,31 @@ class Retrieved(Event):
 
 
 @dataclass(frozen=True)
+class StageEntered(Event):
+    """What the answer does now, as a person reads it ("Searching 2 collections…", "Found 4
+    passages", "Reading…", "Writing…"), in the question's language."""
+
+    type: ClassVar[str] = "stage"
+    stage: str  # search, found, read, choose, write, verify
+    text: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvidenceFound(Event):
+    """The span of the passages that answers the question, picked by the evidence reader
+    before any model work (answering.reader): the quote, its citation (as in `citations`,
+    with the quote's box on the page), and how sure the reader is (0..1). In a multi-step
+    answer, one per step that found evidence (`step`)."""
+
+    type: ClassVar[str] = "evidence"
+    quote: str
+    confidence: float
+    citation: dict[str, Any]
+    step: int | None = None
+
+
+@dataclass(frozen=True)
 class AnswerDelta(Event):
     """The next part of the answer's text."""
 
@@ -148,6 +176,9 @@ class Done(Event):
     abstain: bool = False
     checks: dict[str, int] = field(default_factory=dict)
     judge: float | None = None  # P(yes) - P(no) that the passages state the answer, when judged
+    mode: str = ""  # how the answer was made: evidence, choose, phrase or passages (settings.ANSWER_MODE)
+    # Every decision the answer made, stage by stage (answering.decisions).
+    decisions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -177,9 +208,12 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
         "plan": [],
         "citations": [],
         "closest": [],
+        "evidence": [],
         "attachments": [],
         "checks": {},
         "judge": None,
+        "mode": "",
+        "decisions": [],
         "timings": {},
         "conversation": None,
         "message": None,
@@ -202,6 +236,15 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
                 parts = [event.text]
             case Closest():
                 result["closest"] = event.passages
+            case EvidenceFound():
+                result["evidence"].append(
+                    {
+                        "quote": event.quote,
+                        "confidence": event.confidence,
+                        "citation": event.citation,
+                        "step": event.step,
+                    }
+                )
             case Citations():
                 result["citations"] = event.citations
             case Attachments():
@@ -211,6 +254,8 @@ def collect(events: Iterable[Event]) -> dict[str, Any]:
                     abstain=event.abstain,
                     checks=event.checks,
                     judge=event.judge,
+                    mode=event.mode,
+                    decisions=event.decisions,
                     timings=event.timings,
                     message=event.message,
                 )

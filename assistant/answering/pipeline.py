@@ -25,7 +25,8 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
-from assistant.answering import router, strategies
+from assistant.answering import modes, router, strategies
+from assistant.answering.decisions import DECLINE
 from assistant.answering.events import (
     Attachments,
     Citations,
@@ -96,17 +97,28 @@ def _wait_turn(session: Session, held: list[Callable[[], None]]) -> Iterator[Eve
 
 def _run(session: Session, model: ChatModel | None, held: list[Callable[[], None]]) -> Iterator[Event]:
     draft = Draft(session, language=language_of(session.question))
-    mark: Answering | None = None
-    try:
-        if model is None and registry.role_config("chat").provider == "local":
+    draft.mode = modes.mode_for(model)
+    marks: list[Answering] = []
+    local = model is None and registry.role_config("chat").provider == "local"
+
+    def take_turn() -> Iterator[Event]:
+        """The chat model for this answer: with the local one, after waiting for its turn."""
+        if draft.model is not None:
+            return
+        if local:
             # Memory extraction (another process, the same cores) waits while this is marked.
-            mark = Answering()
-            held.append(mark.end)
+            marks.append(Answering())
+            held.append(marks[-1].end)
             yield from _wait_turn(session, held)
-        model = model or registry.chat_model()
-        for event in _answer(draft, model):
+        draft.model = model or registry.chat_model()
+
+    draft.take_turn = take_turn
+    try:
+        if draft.mode == "passages":  # the model routes, plans and writes: its turn first
+            yield from take_turn()
+        for event in _answer(draft, draft.model):
             session.progress = time.perf_counter()
-            if mark:
+            for mark in marks:
                 mark.touch()
             yield event
     except Cancelled:
@@ -137,6 +149,8 @@ def _run(session: Session, model: ChatModel | None, held: list[Callable[[], None
         abstain=draft.abstain,
         checks=draft.checks,
         judge=draft.judge,
+        mode=draft.mode,
+        decisions=draft.trail.to_json(),
     )
 
 
@@ -155,7 +169,9 @@ def failure(exc: Exception) -> tuple[str, Failed]:
     return "internal error", Failed("internal", message)
 
 
-def _answer(draft: Draft, model: ChatModel) -> Iterator[Event]:
+def _answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
+    """The answer's stages; `model` None: the model is taken only where the mode needs it
+    (answering.modes), and the router and the planner use their rules."""
     session = draft.session
     draft.route = router.route(model, session.question, session.history)
     session.mark("route")
@@ -175,7 +191,11 @@ def _answer(draft: Draft, model: ChatModel) -> Iterator[Event]:
     yield from strategy.write(draft, model)
     sources = draft.sources
     used = answers.cited(draft.text, len(sources))
-    draft.abstain = not (sources or draft.memories) or answers.abstains(draft.text, used)
+    final = draft.trail.final()
+    if final is not None:
+        draft.abstain = final.outcome == DECLINE
+    else:
+        draft.abstain = not (sources or draft.memories) or answers.abstains(draft.text, used)
     inferred = () if draft.abstain else answers.attributed(draft.text, sources, used)
     by_number = {source.number: source for source in sources}
     draft.citations = answers.citations(
@@ -186,9 +206,15 @@ def _answer(draft: Draft, model: ChatModel) -> Iterator[Event]:
     if draft.abstain and draft.closest:  # declined by the portal, not answered after all (a picture shown)
         yield Closest(draft.closest)
     yield Citations(draft.citations)
-    if not draft.abstain:
-        unique = {hit.chunk_id: hit for hit in draft.media}
+    # What the search showed; a declined answer keeps only the pictures whose description
+    # matched what the question asks to see (retrieval.pictures), not those of a near miss.
+    if draft.lacking is None:
+        unique = {hit.chunk_id: hit for hit in draft.media if not draft.abstain or hit.promoted}
         draft.attachments = answers.attachments(list(unique.values())[:MAX_ATTACHMENTS])
+        if draft.attachments:
+            draft.trail.add(
+                "attach", "attached", "the pictures or videos the search found", count=len(draft.attachments)
+            )
     yield Attachments(draft.attachments)
 
 
@@ -237,6 +263,10 @@ def _save(draft: Draft) -> Message:
         timings=session.timings,
         abstain=draft.abstain,
         error=draft.error,
+        mode=draft.mode,
+        decisions=draft.trail.to_json(),
+        evidence=draft.evidence,
+        closest=draft.closest,
         searched=searched_collections(session),
         models_used=models_used(),
     )

@@ -191,3 +191,30 @@ LABELS = {
 
 def label(language: Language, key: str) -> str:
     return LABELS[language][key]
+
+
+def evidence_lead(language: Language, quotes: Sequence[tuple[str, int, str, str]]) -> str:
+    """The portal's own answer from the evidence reader's quotes (answering.modes): a one-line
+    lead in the question's language, then each quote in its own words (a quote in another
+    language than the question's stays in its own), with its file, place and [n]. `quotes`:
+    (text, number, file, place)."""
+    lines = []
+    for text, number, name, place in quotes:
+        if language == "zh":
+            lines.append(f"《{name}》{place}：“{text}” [{number}]")
+        else:
+            lines.append(f'"{name}", {place}: “{text}” [{number}]')
+    lead = "资料原文：" if language == "zh" else "The documents say:"
+    if len(lines) == 1:
+        return f"{lead}\n\n{lines[0]}"
+    return lead + "\n\n" + "\n".join(f"- {line}" for line in lines)
+
+
+# The model picks the sentence that answers (answering.modes, choose): its reply is read as
+# the first token only, limited to the candidates' numbers and 0.
+CHOOSE = {
+    "zh": "下面是从文档中找到的几句原文，每句前有编号。哪一句回答了问题？"
+    "只输出那一句的编号；没有一句回答问题时输出 0。",
+    "en": "Below are numbered sentences found in the documents. Which one answers the question? "
+    "Output only its number; output 0 when none of them answers it.",
+}

@@ -4,7 +4,7 @@ conversation and the turns before it, and the answer being written (`Draft`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,7 @@ from django.http import Http404
 from django.utils.translation import gettext as _
 
 from assistant.access import access_conversation
+from assistant.answering.decisions import Trail
 from assistant.answering.events import Started
 from assistant.answering.types import Route, Source, StepEvidence, Turn
 from assistant.memory.service import MemoryItem
@@ -28,6 +29,9 @@ from portal.typing import AnyUser
 
 if TYPE_CHECKING:
     from assistant.answering.cells import Cell
+    from assistant.answering.events import Event
+    from assistant.answering.reader import Reading
+    from providers.base import ChatModel
 
 
 class AskError(Exception):
@@ -89,6 +93,16 @@ class Draft:
     # sentences, quoted a passage, added the steps the summary left out.
     checks: dict[str, int] = field(default_factory=dict)
     judge: float | None = None  # P(yes) - P(no) that the passages state the answer, when judged
+    mode: str = ""  # how the answer is made (answering.modes)
+    trail: Trail = field(default_factory=Trail)  # every decision made (answering.decisions)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  # the `evidence` events sent
+    reading: Reading | None = None  # the evidence reader's candidates (answering.reader)
+    step_readings: dict[int, Reading] = field(default_factory=dict)  # a plan's, by step
+    lacking: list[str] | None = None  # what the question names that the passages lack (a near miss)
+    # The chat model, once this answer has its turn (answering.pipeline): a mode that needs
+    # the model only to choose or phrase takes it then (`take_turn`), after the evidence.
+    model: ChatModel | None = None
+    take_turn: Callable[[], Iterator[Event]] = lambda: iter(())
 
     @property
     def remembered(self) -> list[str]:

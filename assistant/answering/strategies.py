@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from django.conf import settings
 
 from assistant.answering import answer as answers
-from assistant.answering import cells, evidence, planner, prompts, router, writing
+from assistant.answering import cells, evidence, modes, planner, prompts, router, writing
 from assistant.answering.events import AnswerDelta, Event, Planned, Retrieved, Rewritten, StepFound, StepStarted
 from assistant.answering.session import Draft
 from assistant.answering.types import Source, StepEvidence, Strategy
@@ -38,17 +38,17 @@ class AnswerStrategy:
 
     name: ClassVar[Strategy]
 
-    def prepare(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
+    def prepare(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         draft.query = draft.session.question
         return iter(())
 
-    def gather(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
+    def gather(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         raise NotImplementedError
 
-    def write(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
+    def write(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         raise NotImplementedError
 
-    def lacking(self, draft: Draft) -> list[str]:
+    def lacking_in(self, draft: Draft) -> list[str]:
         """What the question names that no passage (nor memory) says."""
         if not draft.sources:
             return []
@@ -71,39 +71,97 @@ def for_route(strategy: str) -> AnswerStrategy:
 class Direct(AnswerStrategy):
     name: ClassVar[Strategy] = "direct"
 
-    def gather(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
+    def gather(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         session = draft.session
         wants_media = media_intent(session.question)
+        yield modes.stage(draft, "search", count=len(session.scope.versions))
         draft.results, draft.sources, draft.cell = cells.search_with_cell(
             session.user, draft.query, session.scope, media=wants_media
         )
         draft.media.extend(draft.results.attachments)
         session.mark("retrieval")
         yield Retrieved([preview(source.hit, draft.language, source) for source in draft.sources])
+        yield modes.stage(draft, "found", count=len(draft.sources))
+        draft.trail.add(
+            "retrieve",
+            "found" if draft.sources else "nothing",
+            "the search's best passages",
+            passages=len(draft.sources),
+            media=len(draft.media),
+        )
+        draft.lacking = self._check_anchors(draft)
+        if draft.lacking is not None:
+            return
+        if draft.cell is not None:
+            cell = draft.cell
+            draft.trail.add(
+                "cells", "found", "the question names one cell of a table", row=cell.row, column=cell.column
+            )
+            yield modes.cell_evidence(draft, cell)
+        elif draft.sources:
+            yield modes.stage(draft, "read")
+            draft.reading = modes.read(draft, draft.sources)
+            if draft.reading.best is not None:
+                yield modes.evidence_event(draft, draft.reading.best, draft.reading.confidence)
+        session.mark("evidence")
 
-    def write(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
-        session = draft.session
-        lacking = self.lacking(draft)
+    def _check_anchors(self, draft: Draft) -> list[str] | None:
+        """What the question names that the passages lack (None when they hold it all); a
+        table cell whose table lacks it gives way to the plain passages first."""
+        lacking = self.lacking_in(draft)
         if draft.cell is not None and lacking and draft.results is not None:
             # the question names more than the cell's table holds: as without it
             draft.cell, plain = None, answers.sources_of(draft.results.hits)
             if plain != draft.sources:  # the cell's chunk was brought in: the passages as they were
                 draft.sources = plain
-                lacking = self.lacking(draft)
-        if not lacking and draft.sources and draft.cell is None:
-            draft.judge = writing.judge(draft, model)
+                lacking = self.lacking_in(draft)
+        named = len(evidence.anchors(draft.session.question))
         if lacking:
+            draft.trail.add("anchors", "decline", "near_miss", final=True, missing=", ".join(lacking), named=named)
+            return lacking
+        draft.trail.add("anchors", "held", "the passages hold every anchor", named=named)
+        return None
+
+    def write(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
+        lacking = draft.lacking
+        if lacking is not None:
             yield from writing.decline(draft, lacking)
-        elif draft.cell is not None:
+            return
+        if draft.cell is not None:
+            draft.trail.add("decide", "answer", "the table cell", final=True)
             yield from self._cell(draft, draft.cell)
-        elif writing.judged_unanswered(draft):
+        elif draft.mode == "passages" or not draft.sources:
+            yield from self._passages(draft, model)
+        else:
+            yield from modes.answer(draft, model)
+        yield from writing.show_picture(draft)
+
+    def _passages(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
+        """The model reads whole passages and writes (a remote model's way; or with memories only)."""
+        session = draft.session
+        if model is None:
+            yield from draft.take_turn()
+            model = draft.model
+        assert model is not None
+        if draft.sources:
+            draft.judge = writing.judge(draft, model)
+        if writing.judged_unanswered(draft):
             question = session.question[:100]
             log.info("The judge says the passages do not answer (%.3f): question %r", draft.judge, question)
+            draft.trail.add("decide", "decline", "judge", final=True, judge=draft.judge)
             yield from writing.decline(draft, [])
-        else:
-            yield from writing.written(draft, model)
-        if not lacking:
-            yield from writing.show_picture(draft)
+            return
+        yield modes.stage(draft, "write")
+        yield from writing.written(draft, model)
+        refused = writing.refused(draft)
+        draft.trail.add(
+            "write",
+            "decline" if refused else "answer",
+            "model_refused" if refused else "the model wrote from the passages",
+            final=True,
+            judge=draft.judge,
+            **{key: value for key, value in draft.checks.items()},
+        )
 
     def _cell(self, draft: Draft, cell: cells.Cell) -> Iterator[Event]:
         session = draft.session
@@ -117,13 +175,18 @@ class Direct(AnswerStrategy):
 
 @register
 class Rewrite(Direct):
-    """A follow-up that leans on an earlier turn, searched as one self-contained question."""
+    """A follow-up that leans on an earlier turn, searched as one self-contained question:
+    the model's rewrite, or (with no model to ask: answers made from the evidence) the
+    earlier question and this one together."""
 
     name: ClassVar[Strategy] = "rewrite"
 
-    def prepare(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
+    def prepare(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         session = draft.session
-        draft.query = router.rewrite(model, session.question, session.history)
+        if model is None:
+            draft.query = router.with_topic(session.question, session.history)
+        else:
+            draft.query = router.rewrite(model, session.question, session.history)
         session.mark("rewrite")
         yield Rewritten(question=session.question, query=draft.query)
 
@@ -132,13 +195,14 @@ class Rewrite(Direct):
 class MultiStep(AnswerStrategy):
     name: ClassVar[Strategy] = "multi_step"
 
-    def gather(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
+    def gather(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         session = draft.session
         wants_media = media_intent(session.question)
         plan = planner.plan(model, draft.query)
         draft.plan = plan.steps
         session.mark("plan")
         yield Planned(steps=list(plan.steps), by=plan.by)
+        yield modes.stage(draft, "search", count=len(session.scope.versions))
         for number, step in enumerate(plan.steps, start=1):
             session.check()
             yield StepStarted(step=number, query=step)
@@ -148,15 +212,55 @@ class MultiStep(AnswerStrategy):
             yield StepFound(step=number, hits=[preview(hit, draft.language) for hit in results.hits])
         session.mark("retrieval")
         draft.sources = answers.sources_of_steps(draft.steps)
-
-    def write(self, draft: Draft, model: ChatModel) -> Iterator[Event]:
-        lacking = self.lacking(draft)
+        yield modes.stage(draft, "found", count=len(draft.sources))
+        draft.trail.add(
+            "retrieve",
+            "found" if draft.sources else "nothing",
+            "each step's best passages",
+            passages=len(draft.sources),
+            steps=len(draft.steps),
+        )
+        lacking = self.lacking_in(draft)
         if lacking:
-            yield from writing.decline(draft, lacking)
+            draft.lacking = lacking
+            draft.trail.add("anchors", "decline", "near_miss", final=True, missing=", ".join(lacking))
             return
+        draft.trail.add("anchors", "held", "the passages hold every anchor")
+        if draft.sources:
+            yield modes.stage(draft, "read")
+        for found in draft.steps:
+            own = [source for source in draft.sources if source.step == found.number]
+            if not own:
+                continue
+            reading = modes.read(draft, own, step_query=found.query)
+            draft.step_readings[found.number] = reading
+            if reading.best is not None:
+                yield modes.evidence_event(draft, reading.best, reading.confidence, step=found.number)
+        session.mark("evidence")
+
+    def write(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
+        if draft.lacking:
+            yield from writing.decline(draft, draft.lacking)
+            return
+        if draft.mode != "passages" and draft.sources:
+            yield from modes.steps_answer(draft)
+            return
+        if model is None:
+            yield from draft.take_turn()
+            model = draft.model
+        assert model is not None
+        yield modes.stage(draft, "write")
         yield from writing.written(draft, model)
         if draft.sources:
             draft.quotes |= yield from writing.every_step_heard(draft)
+        refused = writing.refused(draft)
+        draft.trail.add(
+            "write",
+            "decline" if refused else "answer",
+            "model_refused" if refused else "the model summarised the steps' passages",
+            final=True,
+            **{key: value for key, value in draft.checks.items()},
+        )
 
 
 def preview(hit: Hit, language: Language, source: Source | None = None) -> dict[str, Any]:

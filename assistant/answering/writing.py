@@ -15,7 +15,7 @@ from collections.abc import Generator, Iterator, Sequence
 from django.conf import settings
 
 from assistant.answering import answer as answers
-from assistant.answering import evidence, passages, prompts, verify
+from assistant.answering import evidence, passages, policy, prompts, verify
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.session import Draft
@@ -24,12 +24,7 @@ from providers.base import ChatModel
 
 log = logging.getLogger(__name__)
 
-CLOSEST_PASSAGES = 3  # listed when the portal declines
 MAX_PICTURE_WORDS = 300  # characters of a picture's description an answer shows
-# The judge's P(yes) - P(no) from which a refusal of the model is overruled by a quote of the
-# best passage (quote_refusal): above the declining threshold, so that a doubtful judgement
-# (a photo with no text, whose passages are about something else) still lets the model refuse.
-QUOTE_AFTER_REFUSAL = 0.0
 
 
 def refused(draft: Draft) -> bool:
@@ -116,7 +111,7 @@ def quote_refusal(draft: Draft) -> Iterator[Event]:
     stated, yet the model refused twice: the portal answers with the best passage's own
     words, quoted and cited (on the public evaluation the local model's refusals were nearly
     all wrong: 11 of the 12 it made after the evidence check were answerable questions)."""
-    if draft.judge is None or draft.judge < QUOTE_AFTER_REFUSAL or not refused(draft):
+    if draft.judge is None or draft.judge < policy.QUOTE_AFTER_REFUSAL or not refused(draft):
         return
     question = draft.session.question
     quoted = verify.quoted(question, draft.sources, draft.sources[0].number, draft.language)
@@ -143,6 +138,9 @@ def show_picture(draft: Draft) -> Iterator[Event]:
     words = " ".join((chinese if draft.language == "zh" else english) or lines)[:MAX_PICTURE_WORDS]
     log.info("Showed the matching picture instead of a refusal (question %r)", draft.session.question[:100])
     draft.checks["picture_shown"] = 1
+    draft.trail.add(
+        "attach", "answer", "a picture matches what the question asks to see", final=True, source=picture.number
+    )
     draft.text = prompts.picture_found(draft.language, picture.hit.document_name, picture.number, words)
     yield AnswerReplaced(draft.text)
 
@@ -204,7 +202,7 @@ def decline(draft: Draft, lacking: Sequence[str]) -> Iterator[Event]:
     the `closest` event gives as links to their pages."""
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
         log.info("Not in the documents: %s (question %r)", ", ".join(lacking), draft.session.question[:100])
-    draft.closest = answers.closest(draft.sources, draft.language, CLOSEST_PASSAGES)
+    draft.closest = answers.closest(draft.sources, draft.language, policy.CLOSEST_PASSAGES)
     places = [(passage["file"], passage["place"]) for passage in draft.closest]
     draft.text = prompts.declined(draft.language, lacking, places)
     draft.session.mark("first_token")

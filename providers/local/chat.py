@@ -31,6 +31,7 @@ class LocalChatModel:
         self._llm: Any = None
         self._yes_no: tuple[list[int], list[int]] | None = None
         self._lock = threading.Lock()
+        self.last_read = 0  # prompt tokens the last one-pass call read (the rest was cached)
 
     def _load(self) -> Any:
         if self._llm is None:
@@ -111,7 +112,27 @@ class LocalChatModel:
 
     def yes_minus_no(self, messages: Sequence[ChatMessage]) -> float:
         """P(yes) - P(no) for the assistant's first token: a judge's confidence, from one forward
-        pass instead of a generation. Used by the local reranker and the answer's judge.
+        pass instead of a generation. Used by the local reranker and the answer's judge."""
+        with self._lock:
+            probabilities = self._first_token(messages)
+            yes, no = self._yes_no_tokens(self._load())
+        return float(probabilities[yes].sum() - probabilities[no].sum())
+
+    def choice(self, messages: Sequence[ChatMessage], options: Sequence[str]) -> list[float]:
+        """Constrained decoding of one token: the probability of each option (a short word
+        or number whose first token is its own, such as "0".."9") as the assistant's first
+        token, renormalised over the options only, so the model can answer nothing else.
+        One forward pass over the prompt, nothing generated."""
+        with self._lock:
+            probabilities = self._first_token(messages)
+            llm = self._load()
+            tokens = [llm.tokenize(option.encode(), add_bos=False)[0] for option in options]
+        chosen = [float(probabilities[token]) for token in tokens]
+        total = sum(chosen) or 1.0
+        return [value / total for value in chosen]
+
+    def _first_token(self, messages: Sequence[ChatMessage]) -> Any:
+        """The distribution of the assistant's first token after `messages` (the lock held).
 
         The tokens it shares with what the model read last are not read again, and what it
         reads stays in the context: an answer whose prompt starts as the judge's did (the
@@ -121,23 +142,21 @@ class LocalChatModel:
 
         prompt = "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages)
         prompt += "<|im_start|>assistant\n"  # Qwen's ChatML: the answer starts here
-        with self._lock:
-            llm = self._load()
-            tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-            if len(tokens) >= CONTEXT_TOKENS:
-                raise ProviderError("rerank", "local", f"the passage is too long for a {CONTEXT_TOKENS}-token context")
-            from llama_cpp import Llama
+        llm = self._load()
+        tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        if len(tokens) >= CONTEXT_TOKENS:
+            raise ProviderError("rerank", "local", f"the passage is too long for a {CONTEXT_TOKENS}-token context")
+        from llama_cpp import Llama
 
-            shared = Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
-            llm.n_tokens = min(shared, len(tokens) - 1)  # at least one token read: its logits are the answer
-            llm.eval(tokens[llm.n_tokens :])
-            # Only the last position's logits exist without logits_all (llm.scores stays zero).
-            pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
-            logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
-            yes, no = self._yes_no_tokens(llm)
+        shared = Llama.longest_token_prefix(llm.input_ids[: llm.n_tokens].tolist(), tokens)
+        llm.n_tokens = min(shared, len(tokens) - 1)  # at least one token read: its logits are the answer
+        llm.eval(tokens[llm.n_tokens :])
+        self.last_read = len(tokens) - min(shared, len(tokens) - 1)
+        # Only the last position's logits exist without logits_all (llm.scores stays zero).
+        pointer = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+        logits = np.ctypeslib.as_array(pointer, shape=(llm.n_vocab(),)).astype(np.float64)
         probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
-        return float(probabilities[yes].sum() - probabilities[no].sum())
+        return probabilities / probabilities.sum()
 
     def _yes_no_tokens(self, llm: Any) -> tuple[list[int], list[int]]:
         if self._yes_no is None:

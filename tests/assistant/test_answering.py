@@ -14,7 +14,19 @@ import pytest
 
 from assistant.answering import answer as answers
 from assistant.answering import planner, prompts, router
-from assistant.answering.events import AnswerDelta, AnswerReplaced, Citations, Done, Event, Failed, Rewritten, only
+from assistant.answering.events import (
+    AnswerDelta,
+    AnswerReplaced,
+    Citations,
+    Done,
+    Event,
+    EvidenceFound,
+    Failed,
+    Rewritten,
+    StageEntered,
+    only,
+)
+from assistant.answering.passages import tokens as passages_tokens
 from assistant.answering.pipeline import AskError, answer_events, collect, start
 from assistant.answering.types import Turn
 from assistant.models import Conversation, Message
@@ -231,10 +243,22 @@ def test_a_direct_answer_streams_its_events_in_order_and_cites_the_right_page(po
     model = ScriptedChat(answer=answer)
     session = start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])
     events = list(answer_events(session, model=model))
-    kinds = [event.type for event in events]
-    assert kinds[:5] == ["started", "strategy", "memory.used", "retrieval", "answer.delta"]
+    kinds = [event.type for event in events if event.type != "stage"]
+    # the evidence (the reader's best sentence, cited) comes before any model work
+    assert kinds[:6] == ["started", "strategy", "memory.used", "retrieval", "evidence", "answer.delta"]
     assert kinds[-3:] == ["citations", "attachments", "done"]
-    assert set(kinds[4:-3]) == {"answer.delta"}
+    assert set(kinds[5:-3]) == {"answer.delta"}
+    stages = [event.stage for event in only(events, StageEntered)]
+    assert stages == ["search", "found", "read", "write"]
+    (found,) = only(events, EvidenceFound)
+    assert "最多累积五天" in found.quote
+    assert found.citation["page"] == 2
+    assert 0 < found.confidence <= 1
+    done = only(events, Done)[-1]
+    assert done.mode == "passages"  # a model that is not the local one reads whole passages
+    assert [decision["stage"] for decision in done.decisions] == ["retrieve", "anchors", "read", "write"]
+    assert done.decisions[-1]["final"]
+    assert done.decisions[-1]["outcome"] == "answer"
     (citations,) = [event.citations for event in only(events, Citations)]
     assert len(citations) == 1  # only what the answer used, not every passage it was given
     (cited,) = citations
@@ -308,7 +332,7 @@ def test_a_multi_step_answer_plans_searches_each_step_and_cites_both_documents(p
         answer=answer,
     )
     events = list(answer_events(start(alice, "比较 Falcon 路由器和 Heron 交换机的保修期"), model=model))
-    kinds = [event.type for event in events]
+    kinds = [event.type for event in events if event.type != "stage"]
     assert kinds[:5] == ["started", "strategy", "memory.used", "plan", "step.start"]
     assert kinds.count("step.start") == kinds.count("step.result") == 2
     assert "retrieval" not in kinds
@@ -521,9 +545,12 @@ def test_a_clause_that_quotes_a_passage_without_citing_it_is_attributed(policies
     assert unrelated["answer"].endswith("资料原文：“Falcon 路由器的保修期为两年。” [1]")
 
 
-def test_answers_wait_their_turn_for_the_local_model_and_can_be_cancelled_while_queued(policies, alice, monkeypatch):
+def test_answers_wait_their_turn_for_the_local_model_and_can_be_cancelled_while_queued(
+    policies, alice, monkeypatch, settings
+):
     from assistant.answering import pipeline
 
+    settings.ANSWER_MODE = "passages"  # the model routes and writes: the turn comes first
     monkeypatch.setattr(pipeline.registry, "chat_model", lambda: ScriptedChat(answer="十天 [1]。"))
     assert pipeline.registry.role_config("chat").provider == "local"
     turn = pipeline._LOCAL_MODEL
@@ -550,6 +577,84 @@ def test_answers_wait_their_turn_for_the_local_model_and_can_be_cancelled_while_
     turn.release()  # the other answer ends
     assert turn.acquire(blocking=False)  # the cancelled one did not keep a turn
     turn.release()
+
+
+def test_evidence_answers_come_while_another_answer_holds_the_local_model(policies, alice, monkeypatch, settings):
+    """The default with the local model: the answer is the reader's quote, cited, with no
+    model turn at all, so it is not queued behind another answer that is writing."""
+    from assistant.answering import pipeline
+
+    settings.ANSWER_MODE = "evidence"
+    asked = []
+    monkeypatch.setattr(pipeline.registry, "chat_model", lambda: asked.append(1) or ScriptedChat(answer="x"))
+    turn = pipeline._LOCAL_MODEL
+    assert turn.acquire(blocking=False)  # another answer has the model
+    try:
+        events = list(answer_events(start(alice, "未休完的年假可以累积吗？", collection_ids=[policies.pk])))
+    finally:
+        turn.release()
+    kinds = [event.type for event in events if event.type != "stage"]
+    assert "queued" not in kinds
+    assert not asked
+    assert kinds.index("evidence") < kinds.index("answer.delta")
+    result = collect(events)
+    assert result["mode"] == "evidence"
+    assert result["abstain"] is False
+    assert "最多累积五天" in result["answer"]
+    (cited,) = result["citations"]
+    assert cited["file"] == "policy.pdf"
+    assert cited["page"] == 2
+    assert "最多累积五天" in cited["quote"]
+    final = [decision for decision in result["decisions"] if decision["final"]]
+    assert [(decision["stage"], decision["outcome"]) for decision in final] == [("decide", "answer")]
+    stored = Message.objects.get(pk=result["message"])
+    assert stored.mode == "evidence"
+    assert stored.decisions == result["decisions"]
+    assert stored.evidence[0]["quote"] == result["evidence"][0]["quote"]
+
+
+def test_a_near_miss_is_declined_on_record_before_any_evidence(policies, alice, settings):
+    settings.ANSWER_MODE = "evidence"
+    result = collect(answer_events(start(alice, "Falcon 9 路由器的保修期是几年？")))  # there is no Falcon 9
+    assert result["abstain"] is True
+    assert result["evidence"] == []
+    assert result["citations"] == []
+    final = [decision for decision in result["decisions"] if decision["final"]]
+    assert [(decision["stage"], decision["reason"]) for decision in final] == [("anchors", "near_miss")]
+    assert "9" in final[0]["figures"]["missing"]
+    stored = Message.objects.get(pk=result["message"])
+    assert stored.abstain
+    assert stored.closest == result["closest"]
+    assert stored.closest
+
+
+def test_the_model_chooses_among_the_candidates_or_none(policies, alice, settings):
+    """`choose`: the model reads only the numbered candidates (within the token budget) and
+    names one, or 0; its choice is quoted, cited, and recorded; "0" declines."""
+    settings.ANSWER_MODE = "choose"
+    prompts_seen: list[str] = []
+
+    class Chooser(ScriptedChat):
+        def __init__(self, pick: int) -> None:
+            super().__init__(answer="unused")
+            self.pick = pick
+
+        def choice(self, messages, options):
+            prompts_seen.append(messages[-1].content)
+            return [1.0 if option == str(self.pick) else 0.0 for option in options]
+
+    question = "未休完的年假可以累积吗？"
+    result = collect(answer_events(start(alice, question, collection_ids=[policies.pk]), model=Chooser(1)))
+    assert result["mode"] == "choose"
+    assert result["abstain"] is False
+    assert result["answer"].count("[") == 1
+    assert result["citations"]
+    assert passages_tokens(prompts_seen[-1]) <= settings.ANSWER_MODEL_TOKENS + 40  # the question and numbers
+    assert any(d["stage"] == "choose" and d["outcome"] == "chose 1" for d in result["decisions"])
+    declined = collect(answer_events(start(alice, question, collection_ids=[policies.pk]), model=Chooser(0)))
+    assert declined["abstain"] is True
+    assert declined["citations"] == []
+    assert [d["reason"] for d in declined["decisions"] if d["final"]] == ["model_none"]
 
 
 # -- odd questions and hostile documents ------------------------------------------------------

@@ -1,0 +1,46 @@
+"""Every threshold and weight the answer decides with, in one place, each with where it was
+calibrated. Settings a deployment may change (PORTAL_ANSWER_*) live in portal/settings.py and
+are read as `settings.ANSWER_*`; these are the project's own calibration, changed only with a
+new measurement on the public evaluation (bench/README.md says which run).
+"""
+
+from __future__ import annotations
+
+# --- The evidence reader (answering.reader) -------------------------------------------
+# Weights of a candidate sentence's features. Calibrated on the public evaluation's
+# retrieved passages (bench/reader.py: the share of answerable questions whose expected
+# values all stand in the quoted evidence), 2026-12-04.
+READER_WEIGHTS: dict[str, float] = {
+    "anchors": 1.0,
+    "overlap": 1.0,
+    "context": 0.3,
+    "rank": 0.4,
+    "similarity": 1.0,
+}
+READER_CANDIDATES = 8  # kept, best first: what the model may choose among
+READER_EMBED = 24  # the best candidates by the other features that the embedder rescores
+# e5's cosine between a question and an unrelated sentence lies about here; only what is
+# above it counts.
+READER_SIMILARITY_FLOOR = 0.75
+READER_WINDOW_CHARS = 160  # a quote grows by the next unit until it has this many characters
+READER_SHORT_UNIT = 40  # a unit shorter than this above the best is its header: quoted with it
+# A second passage's best candidate is quoted too when it scores this share of the best.
+READER_SECOND_SHARE = 0.85
+READER_CONFIDENCE_SCALE = 1.0  # confidence = 1 - exp(-score / scale)
+# Below this best score the reader finds no evidence: the answer is declined as low evidence.
+READER_ANSWER_MIN = 0.0
+
+# --- The model's choice (answering.choose) --------------------------------------------
+CHOICE_NONE_MARGIN = 0.0  # "none" wins when its probability exceeds the best candidate's by this
+
+# --- The judge (answering.writing; PORTAL_ANSWER_JUDGE is the declining threshold) ------
+# The judge's P(yes) - P(no) from which a refusal of the model is overruled by a quote of the
+# best passage: above the declining threshold, so that a doubtful judgement (a photo with no
+# text, whose passages are about something else) still lets the model refuse.
+QUOTE_AFTER_REFUSAL = 0.0
+
+# --- Citations (answering.answer) -----------------------------------------------------
+# A clause the model wrote without [n] is attributed to the passage that holds this share of
+# its character pairs (small models put one [n] after two facts).
+INFERRED_MIN_SHARE = 0.6
+CLOSEST_PASSAGES = 3  # listed when the portal declines

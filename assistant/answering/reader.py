@@ -1,0 +1,169 @@
+"""The evidence reader: which sentence, table row or line of the retrieved passages answers
+the question, picked without a chat model, in a fraction of a second.
+
+Every unit of the first passages (answering.passages.units: lines where the text has them,
+else sentences; sentences that address the assistant are left out) is a candidate. Each is
+scored on what the question names and asks (policy.READER_WEIGHTS, calibrated on the public
+evaluation: bench/README.md):
+
+- anchors: the share of the question's anchors (numbers, versions, names, identifiers as
+  written: answering.evidence) the unit and its neighbours hold;
+- overlap: the share of the question's terms (words; character pairs in Chinese) the unit holds;
+- context: the share its passage's headings and file name hold (a section titled with the
+  question's words makes its sentences likelier);
+- rank: the passage's place in the search results;
+- similarity: the embedder's cosine between the question (e5 "query:") and the unit (e5
+  "passage:"), computed for the best few candidates by the other features only
+  (policy.READER_EMBED), so that it costs a few dozen short texts.
+
+The answer a person reads is the best candidate with its neighbours (a row with the header
+line above it, a sentence with the next one when it is short: `window`), and a second
+candidate from another passage when it scores nearly as well (policy.READER_SECOND_SHARE).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from assistant.answering import passages, policy
+from assistant.answering.evidence import anchors, present
+from assistant.answering.types import Source
+from assistant.answering.values import normalise
+
+# (question, texts) -> the cosine similarity of each text to the question.
+Similarity = Callable[[str, Sequence[str]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    source: Source
+    index: int  # of the unit in its passage's units
+    text: str  # the unit
+    window: str  # the unit with the neighbours a reader needs, as quoted
+    score: float
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The candidates, best first, and how sure the reader is of the first."""
+
+    candidates: tuple[Candidate, ...]
+    anchors: tuple[str, ...]  # the question's anchors
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    @property
+    def confidence(self) -> float:
+        """The best candidate's score, squashed into 0..1 (policy.READER_CONFIDENCE_SCALE)."""
+        if not self.candidates:
+            return 0.0
+        return round(1 - math.exp(-max(self.candidates[0].score, 0.0) / policy.READER_CONFIDENCE_SCALE), 3)
+
+    def quotes(self) -> list[Candidate]:
+        """What the evidence answer quotes: the best candidate, and the best of another
+        passage when it scores at least policy.READER_SECOND_SHARE of the best."""
+        best = self.best
+        if best is None:
+            return []
+        chosen = [best]
+        for candidate in self.candidates[1:]:
+            if candidate.source.number == best.source.number:
+                continue
+            if candidate.score >= best.score * policy.READER_SECOND_SHARE:
+                chosen.append(candidate)
+            break
+        return chosen
+
+
+def read(
+    question: str,
+    sources: Sequence[Source],
+    *,
+    similarity: Similarity | None = None,
+    step_query: str = "",
+) -> Reading:
+    """The candidates of `sources` for `question`, best first (at most policy.READER_CANDIDATES).
+    `step_query`: a plan step's own question, whose terms count as the question's."""
+    wanted = passages.terms(question, step_query) if step_query else passages.terms(question)
+    total = sum(wanted.weights.values()) or 1.0
+    named = tuple(anchors(step_query or question))
+    weights = policy.READER_WEIGHTS
+    scored: list[Candidate] = []
+    for rank, source in enumerate(sources):
+        hit = source.hit
+        parts = [part for part in passages.units(hit.text) if not passages.INSTRUCTION.search(part)]
+        headings = " ".join(str(part) for part in hit.location.get("heading_path") or [])  # type: ignore[attr-defined]
+        context = wanted.score(f"{hit.document_name} {headings}") / total
+        prior = 1.0 / (1 + rank)
+        for index, part in enumerate(parts):
+            window = _window(parts, index)
+            held = _anchor_share(named, normalise(window))
+            overlap = wanted.score(part) / total
+            figures = {"anchors": round(held, 3), "overlap": round(overlap, 3), "context": round(context, 3)}
+            score = (
+                weights["anchors"] * held
+                + weights["overlap"] * overlap
+                + weights["context"] * context
+                + weights["rank"] * prior
+            )
+            scored.append(Candidate(source, index, part, window, score, figures | {"rank": rank + 1}))
+    scored.sort(key=lambda candidate: -candidate.score)
+    if similarity is not None and scored:
+        scored = _with_similarity(question, scored, similarity)
+    return Reading(tuple(scored[: policy.READER_CANDIDATES]), named)
+
+
+def _with_similarity(question: str, scored: list[Candidate], similarity: Similarity) -> list[Candidate]:
+    """The best policy.READER_EMBED candidates rescored with the embedder's similarity (above
+    policy.READER_SIMILARITY_FLOOR, where e5's cosines between unrelated texts lie)."""
+    head, tail = scored[: policy.READER_EMBED], scored[policy.READER_EMBED :]
+    cosines = similarity(question, [candidate.text for candidate in head])
+    floor, weight = policy.READER_SIMILARITY_FLOOR, policy.READER_WEIGHTS["similarity"]
+    rescored = []
+    for candidate, cosine in zip(head, cosines, strict=True):
+        lift = max(float(cosine) - floor, 0.0) / (1 - floor)
+        figures = candidate.figures | {"similarity": round(float(cosine), 3)}
+        rescored.append(
+            Candidate(
+                candidate.source,
+                candidate.index,
+                candidate.text,
+                candidate.window,
+                candidate.score + weight * lift,
+                figures,
+            )
+        )
+    rescored.sort(key=lambda candidate: -candidate.score)
+    return rescored + tail
+
+
+def _anchor_share(named: Sequence[str], text: str) -> float:
+    """The share of the anchors `text` (normalised) holds; 1 when the question names none."""
+    if not named:
+        return 1.0
+    return sum(present(anchor, text) for anchor in named) / len(named)
+
+
+def _window(parts: Sequence[str], index: int) -> str:
+    """The unit with what a reader needs around it: the line above a table row or a short
+    line (a header, a term being defined), and the next unit while the quote is short."""
+    start, end = index, index + 1
+    text = parts[index]
+    if index > 0 and (_row(text) or len(parts[index - 1]) < policy.READER_SHORT_UNIT):
+        start -= 1
+    while end < len(parts) and _chars(parts, start, end) < policy.READER_WINDOW_CHARS:
+        end += 1
+    return " ".join(parts[start:end]) if end - start > 1 else text
+
+
+def _chars(parts: Sequence[str], start: int, end: int) -> int:
+    return sum(len(part) for part in parts[start:end])
+
+
+def _row(text: str) -> bool:
+    return text.count("|") >= 2 or text.count("\t") >= 2
