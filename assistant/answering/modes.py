@@ -37,6 +37,7 @@ from assistant.answering.decisions import Decision, Figure
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, EvidenceFound, StageEntered
 from assistant.answering.session import Draft
 from assistant.answering.types import Source
+from common.language import Language
 from providers import registry
 from providers.base import ChatMessage, ChatModel
 
@@ -135,23 +136,29 @@ def evidence_event(
 # --- Answering from the evidence -------------------------------------------------------------
 
 
-def evidence_answer(draft: Draft, chosen: Sequence[reader.Candidate], replace_text: bool = False) -> Iterator[Event]:
-    """The answer made of the chosen candidates' quotes, each cited."""
-    wanted = passages.terms(draft.query)
+def evidence_text(language: Language, query: str, chosen: Sequence[reader.Candidate]) -> tuple[str, dict[int, str]]:
+    """The answer made of the chosen candidates' quotes, each cited, and the quote of each
+    cited passage (by number)."""
+    wanted = passages.terms(query)
     quoted = [(verify.shorten(candidate.window, wanted), candidate) for candidate in chosen]
-    draft.text = prompts.evidence_lead(
-        draft.language,
+    text = prompts.evidence_lead(
+        language,
         [
             (
-                text,
+                quote,
                 candidate.source.number,
                 candidate.source.hit.document_name,
-                answers.place(candidate.source.hit, draft.language),
+                answers.place(candidate.source.hit, language),
             )
-            for text, candidate in quoted
+            for quote, candidate in quoted
         ],
     )
-    draft.quotes = {candidate.source.number: text for text, candidate in quoted}
+    return text, {candidate.source.number: quote for quote, candidate in quoted}
+
+
+def evidence_answer(draft: Draft, chosen: Sequence[reader.Candidate], replace_text: bool = False) -> Iterator[Event]:
+    """The answer made of the chosen candidates' quotes, each cited (`evidence_text`)."""
+    draft.text, draft.quotes = evidence_text(draft.language, draft.query, chosen)
     if "first_token" not in draft.session.timings:
         draft.session.mark("first_token")
     yield AnswerReplaced(draft.text) if replace_text else AnswerDelta(draft.text)

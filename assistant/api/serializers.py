@@ -138,6 +138,25 @@ class ClosestSerializer(serializers.Serializer[dict[str, Any]]):
     url = serializers.CharField(help_text="The page in the portal, with this passage marked (`?chunk=`).")
 
 
+class EvidenceSerializer(serializers.Serializer[dict[str, Any]]):
+    quote = serializers.CharField(help_text="The sentence(s), table row or line that answer, as the passage has them.")
+    confidence = serializers.FloatField(help_text="How sure the evidence reader is, 0 to 1.")
+    citation = CitationSerializer()
+    step = serializers.IntegerField(allow_null=True, help_text="The plan step it answers, in a multi-step answer.")
+
+
+class DecisionSerializer(serializers.Serializer[dict[str, Any]]):
+    stage = serializers.CharField(
+        help_text="retrieve, cells, read, anchors, decide, choose, phrase, write, verify or attach."
+    )
+    outcome = serializers.CharField(help_text="What the stage decided: found, held, answer, decline, chose 2, ...")
+    reason = serializers.CharField(
+        help_text="Why; for a decline one of near_miss, low_evidence, model_none, judge, no_passages, model_refused."
+    )
+    figures = serializers.DictField(help_text="The figures it decided on (scores, counts).")
+    final = serializers.BooleanField(help_text="Whether this decision settled the answer (the last final one does).")
+
+
 class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
     answer = serializers.CharField()
     abstain = serializers.BooleanField()
@@ -151,6 +170,16 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
         "pages; not citations, they do not answer. Empty otherwise.",
     )
     attachments = AttachmentSerializer(many=True)
+    evidence = EvidenceSerializer(
+        many=True,
+        help_text="The evidence shown before any model work: the reader's best quote with its citation "
+        "(one per step in a multi-step answer). Empty for a near miss.",
+    )
+    mode = serializers.ChoiceField(
+        choices=["evidence", "choose", "phrase", "passages"],
+        help_text="How the answer was made (PORTAL_ANSWER_MODE).",
+    )
+    decisions = DecisionSerializer(many=True, help_text="Every decision the answer made, in order.")
     checks = serializers.DictField(
         child=serializers.IntegerField(),
         help_text="What the portal changed in the model's answer after checking it against the passages: "
@@ -176,7 +205,8 @@ class MessageSerializer(serializers.ModelSerializer[Message]):
         model = Message
         fields = [
             "id", "role", "content", "strategy", "rewrite", "plan", "citations", "attachments", "timings",
-            "abstain", "error", "searched", "models_used", "created_at",
+            "abstain", "mode", "decisions", "evidence", "closest", "error", "searched", "models_used",
+            "created_at",
         ]  # fmt: skip
 
 

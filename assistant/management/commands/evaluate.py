@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
@@ -43,7 +44,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from assistant.answering import pipeline as answering
-from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer_summary
+from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer_summary, decision_shares, settled_by
 from assistant.models import Conversation
 from assistant.retrieval.evaluation import (
     METRICS,
@@ -93,6 +94,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--answers", action="store_true", help="Also answer every question and score it.")
         parser.add_argument("--subset", choices=["ci"], help="Only the questions (and files) marked for CI.")
+        parser.add_argument(
+            "--mode",
+            choices=["auto", "evidence", "choose", "phrase", "passages"],
+            help="With --answers: how answers are made (PORTAL_ANSWER_MODE) for this run.",
+        )
 
     def handle(
         self,
@@ -105,6 +111,7 @@ class Command(BaseCommand):
         out: Path,
         answers: bool = False,
         subset: str | None = None,
+        mode: str | None = None,
         **options: Any,
     ) -> None:
         # call_command passes keyword options as given, without argparse's type conversion.
@@ -143,7 +150,8 @@ class Command(BaseCommand):
         report["subset"] = subset or "all"
         self.stdout.write(format_report(report))
         if answers:
-            report["answers"] = evaluate_answers(entries, searcher, target, self.stdout.write)
+            with override_settings(ANSWER_MODE=mode or settings.ANSWER_MODE):
+                report["answers"] = evaluate_answers(entries, searcher, target, self.stdout.write)
             self.stdout.write(format_answers(report["answers"]))
         json_path, png_path = output_paths(out)
         json_path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,6 +255,8 @@ def evaluate_answers(
     stands on the documents alone, and nothing is queued for a worker."""
     rows: list[dict[str, float | None]] = []
     seconds: list[float] = []
+    evidence_seconds: list[float | None] = []
+    trails: list[list[dict[str, Any]]] = []
     details = []
     with override_settings(MEMORY_ENABLED=False):
         for number, question in enumerate(questions, start=1):
@@ -263,6 +273,9 @@ def evaluate_answers(
             row = answer_scores(question, result)
             rows.append(row)
             seconds.append(elapsed)
+            shown = result["timings"].get("evidence") if result["evidence"] else None
+            evidence_seconds.append(round(shown / 1000, 3) if shown is not None else None)
+            trails.append(result["decisions"])
             say(f"[{number}/{len(questions)}] {question.id} {elapsed:.1f} s {_row_line(row)}")
             details.append(
                 {
@@ -282,13 +295,19 @@ def evaluate_answers(
                     "timings": result["timings"],
                     "checks": result.get("checks", {}),
                     "judge": result.get("judge"),
+                    "mode": result["mode"],
+                    "evidence": [item["quote"] for item in result["evidence"]],
+                    "settled_by": settled_by(result["decisions"]),
+                    "decisions": result["decisions"],
                     "scores": row,
                 }
             )
     return {
         "questions": len(questions),
         "metrics": list(ANSWER_METRICS),
-        "summary": answer_summary(questions, rows, seconds),
+        "mode": settings.ANSWER_MODE,
+        "summary": answer_summary(questions, rows, seconds, evidence_seconds),
+        "decisions": decision_shares(questions, rows, trails, [bool(item["abstain"]) for item in details]),
         "per_question": details,
     }
 
@@ -341,13 +360,18 @@ def answer_slices(answers: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def format_answers(answers: dict[str, Any]) -> str:
-    """The answer metrics: overall, per language and per question type ("-": does not apply)."""
-    shown = [*ANSWER_METRICS, "p50_s", "p95_s"]
+    """The answer metrics: overall, per language and per question type ("-": does not apply),
+    then each settling decision's share of the answers and of the right ones."""
+    shown = [*ANSWER_METRICS, "p50_s", "p95_s", "evidence_p50_s", "evidence_p95_s"]
     header = f"{'slice':<14}{'n':>4}" + "".join(f"{metric[:12]:>13}" for metric in shown)
     lines = [f"\nAnswers: {answers['questions']} questions", header, "-" * len(header)]
     for label, values in answer_slices(answers).items():
         cells = "".join(f"{values[m]:>13.3f}" if values[m] is not None else f"{'-':>13}" for m in shown)
         lines.append(f"{label:<14}{values['n']:>4}{cells}")
+    if answers.get("decisions"):
+        lines += ["", f"Settled by (mode {answers.get('mode', '')}): answers, right, answerable"]
+        for settled, counts in answers["decisions"].items():
+            lines.append(f"  {settled:<40}{counts['n']:>5}{counts['right']:>6}{counts['answerable']:>6}")
     return "\n".join(lines)
 
 

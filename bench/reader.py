@@ -1,0 +1,206 @@
+"""The evidence reader (assistant.answering.reader) alone, on an evaluation's questions: for
+each question, the passages an answer would get (the direct search, or for a follow-up the
+earlier question and this one together, as the evidence mode searches), the reader's
+candidates, and whether the evidence answer (answering.modes.evidence_text) holds every
+answer key. No chat model: a minute, not the half hour an answer run takes, so the reader's
+weights can be calibrated here (policy.READER_WEIGHTS) and a grid of them compared.
+
+    .venv/bin/python bench/reader.py eval/questions.jsonl --collection <id> [--grid] [--out reader]
+
+Prints, per question type: the share of answerable questions whose evidence answer holds
+every key (and the first hit's whole text, and the first three hits', for reference), the
+reader's seconds (p50, p95), and the best score of answerable and unanswerable questions
+that pass the anchor check (what policy.READER_ANSWER_MIN separates). --grid also tries
+every combination of weights around the policy's and prints the best ten. Writes
+bench/results/<out>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+
+import django  # noqa: E402
+
+django.setup()
+
+from assistant.answering import cells, evidence, modes, policy, reader, router  # noqa: E402
+from assistant.answering.evaluation import key_coverage, percentile  # noqa: E402
+from assistant.answering.types import Turn  # noqa: E402
+from assistant.management.commands.evaluate import default_user  # noqa: E402
+from assistant.retrieval.evaluation import load_questions  # noqa: E402
+from assistant.retrieval.fusion import media_intent  # noqa: E402
+from assistant.retrieval.scope import scope_for  # noqa: E402
+from common.language import language_of  # noqa: E402
+from knowledge.models import Collection  # noqa: E402
+
+GRID = {
+    "anchors": (0.5, 1.0, 2.0),
+    "overlap": (0.5, 1.0, 2.0),
+    "context": (0.0, 0.3),
+    "rank": (0.0, 0.2, 0.4, 0.8),
+    "similarity": (0.0, 0.5, 1.0, 2.0),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("questions", type=Path)
+    parser.add_argument("--collection", type=int, required=True)
+    parser.add_argument("--grid", action="store_true")
+    parser.add_argument("--out", default="reader")
+    args = parser.parse_args()
+    collection = Collection.objects.get(pk=args.collection)
+    user = default_user(collection)
+    scope = scope_for(user, [collection.pk])
+    questions = load_questions(args.questions)
+    cases = []
+    for question in questions:
+        history = tuple(
+            Turn(content, "") for role, content in question.history if role == "user"
+        )  # only the earlier questions matter to the search
+        query = router.with_topic(question.question, history) if history else question.question
+        _results, sources, cell = cells.search_with_cell(user, query, scope, media=media_intent(question.question))
+        lacking = evidence.unsupported(question.question, sources) if sources else []
+        cases.append((question, query, sources, cell, lacking))
+    cache: dict[str, list[float]] = {}
+
+    def similarity(query: str, texts: Sequence[str]) -> list[float]:
+        missing = [text for text in [f"q:{query}", *texts] if text not in cache and not text.startswith("q:")]
+        key = f"q:{query}"
+        if key not in cache:
+            cache[key] = modes.registry.text_embedder().embed_query(query)
+        if missing:
+            for text, vector in zip(missing, modes.registry.text_embedder().embed_documents(missing), strict=True):
+                cache[text] = vector
+        wanted = cache[key]
+        return [_cosine(wanted, cache[text]) for text in texts]
+
+    def run(weights: dict[str, float], timed: bool = False) -> dict[str, Any]:
+        rows = []
+        if True:
+            saved = dict(policy.READER_WEIGHTS)
+            policy.READER_WEIGHTS.update(weights)
+            try:
+                for question, query, sources, cell, lacking in cases:
+                    started = time.perf_counter()
+                    reading = reader.read(query, sources, similarity=modes.similarity if timed else similarity)
+                    seconds = time.perf_counter() - started
+                    language = language_of(question.question)
+                    if cell is not None:
+                        text = cell.sentence
+                    else:
+                        text = modes.evidence_text(language, query, reading.quotes())[0] if reading.best else ""
+                    rows.append(
+                        {
+                            "id": question.id,
+                            "type": question.type,
+                            "lang": question.lang,
+                            "answerable": question.answerable,
+                            "near_miss": bool(lacking),
+                            "cell": cell is not None,
+                            "best": round(reading.best.score, 3) if reading.best else None,
+                            "keys_all": float(key_coverage(text, question.keys) == 1.0) if question.keys else None,
+                            "first_hit": float(key_coverage(sources[0].hit.text, question.keys) == 1.0)
+                            if question.keys and sources
+                            else None,
+                            "first_three": float(
+                                key_coverage(" ".join(s.hit.text for s in sources[:3]), question.keys) == 1.0
+                            )
+                            if question.keys and sources
+                            else None,
+                            "seconds": round(seconds, 4),
+                            "evidence": text[:400],
+                        }
+                    )
+            finally:
+                policy.READER_WEIGHTS.clear()
+                policy.READER_WEIGHTS.update(saved)
+        return {"weights": weights, "rows": rows, "summary": summary(rows)}
+
+    measured = run(dict(policy.READER_WEIGHTS), timed=True)
+    print_summary(measured["summary"])
+    out: dict[str, Any] = {"policy": measured}
+    if args.grid:
+        names = list(GRID)
+        tried = []
+        for values in itertools.product(*(GRID[name] for name in names)):
+            weights = dict(zip(names, values, strict=True))
+            result = run(weights)
+            tried.append((result["summary"]["all"]["keys_all"], weights))
+        tried.sort(key=lambda item: -item[0])
+        print("\nbest weights (share of answerable questions whose evidence holds every key):")
+        for share, weights in tried[:10]:
+            print(f"  {share:.3f}  {weights}")
+        out["grid"] = [{"keys_all": share, "weights": weights} for share, weights in tried]
+    target = ROOT / "bench" / "results" / f"{args.out}.json"
+    target.write_text(json.dumps(out, ensure_ascii=False, indent=1))
+    print(f"\nwrote {target.relative_to(ROOT)}")
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / ((sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5) or 1.0)
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups["all"].append(row)
+        groups[row["type"]].append(row)
+        groups[row["lang"]].append(row)
+    out = {}
+    for name, members in groups.items():
+        scored = [row for row in members if row["keys_all"] is not None]
+        seconds = [row["seconds"] for row in members]
+        out[name] = {
+            "n": len(members),
+            "keys_all": _mean(row["keys_all"] for row in scored),
+            "first_hit": _mean(row["first_hit"] for row in scored if row["first_hit"] is not None),
+            "first_three": _mean(row["first_three"] for row in scored if row["first_three"] is not None),
+            "p50_s": round(statistics.median(seconds), 3) if seconds else None,
+            "p95_s": round(percentile(seconds, 95), 3) if seconds else None,
+        }
+    passing = [row for row in rows if not row["near_miss"] and row["best"] is not None and not row["cell"]]
+    out["best_scores"] = {
+        "answerable": sorted(row["best"] for row in passing if row["answerable"]),
+        "unanswerable": sorted(row["best"] for row in passing if not row["answerable"]),
+    }
+    return out
+
+
+def _mean(values: Any) -> float | None:
+    values = list(values)
+    return round(sum(values) / len(values), 3) if values else None
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    print(f"{'slice':14} {'n':>4} {'evidence':>9} {'1st hit':>8} {'1st 3':>6} {'p50 s':>6} {'p95 s':>6}")
+    for name, row in result.items():
+        if name == "best_scores":
+            continue
+        print(
+            f"{name:14} {row['n']:>4} {row['keys_all'] or 0:>9.3f} {row['first_hit'] or 0:>8.3f} "
+            f"{row['first_three'] or 0:>6.3f} {row['p50_s'] or 0:>6.3f} {row['p95_s'] or 0:>6.3f}"
+        )
+    scores = result["best_scores"]
+    print("best score, answerable past the anchor check:", scores["answerable"])
+    print("best score, unanswerable past the anchor check:", scores["unanswerable"])
+
+
+if __name__ == "__main__":
+    main()
