@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET, require_POST
 
 from assistant import hooks
@@ -70,6 +71,7 @@ def chat(request: AuthedRequest, conversation_id: int | None = None) -> HttpResp
         "checked": checked,
         "turns": turns,
         "citations": {str(turn.message.pk): turn.message.citations for turn in turns},
+        "found": {str(message.pk): _found(message) for message in stored if message.role == Message.Role.ASSISTANT},
         "strings": _strings(),
         "feedback_enabled": hooks.feedback_enabled(),
     }
@@ -102,6 +104,19 @@ def _messages(conversation: Conversation) -> list[Message]:
                 if "page_width" not in cited:
                     cited["page_width"], cited["page_height"] = sizes.get(cited.get("page_id"), (None, None))
     return stored
+
+
+def _found(message: Message) -> dict[str, Any]:
+    """How a stored answer was found, for chat.js to draw as it drew it live: the evidence
+    shown before the answer, the decisions, the answer's mode and a declined answer's
+    closest passages. Read with getattr: answers stored before these were kept have none."""
+    return {
+        "evidence": getattr(message, "evidence", None) or [],
+        "decisions": getattr(message, "decisions", None) or [],
+        "mode": getattr(message, "mode", "") or "",
+        "closest": getattr(message, "closest", None) or [],
+        "abstain": bool(message.abstain),
+    }
 
 
 def _turn(message: Message, feedback: dict[str, Any] | None = None) -> Turn:
@@ -173,4 +188,44 @@ def _strings() -> dict[str, Any]:
         "feedback_no_document": _("No document"),
         "feedback_loading": _("Loading the documents…"),
         "feedback_pages": _("%(name)s (%(count)d pages)"),
+        # The evidence shown before the answer, and "how it was found" under it.
+        "evidence": _("Evidence"),
+        "evidence_step": _("Evidence for step %(step)d"),
+        "confidence": _("confidence %(confidence)s"),
+        "evidence_open": _("Open the passage: %(file)s, %(place)s"),
+        "seconds": _("%(seconds)s s"),
+        "mode": _("How the answer was made: %(mode)s"),
+        "modes": {
+            "evidence": _("quoting the evidence"),
+            "choose": _("the model chose among the quotes"),
+            "phrase": _("the model phrased the evidence"),
+            "passages": _("the model read the passages"),
+        },
+        # Decisions' stages and outcomes are codes (assistant/answering/decisions.py).
+        "decision_stages": {
+            "retrieve": pgettext("answer stage", "search"),
+            "cells": pgettext("answer stage", "table cells"),
+            "read": pgettext("answer stage", "reading"),
+            "anchors": pgettext("answer stage", "anchors"),
+            "decide": pgettext("answer stage", "decision"),
+            "choose": pgettext("answer stage", "choosing"),
+            "phrase": pgettext("answer stage", "phrasing"),
+            "write": pgettext("answer stage", "writing"),
+            "verify": pgettext("answer stage", "checking"),
+            "attach": pgettext("answer stage", "pictures"),
+        },
+        "decision_outcomes": {
+            "answer": pgettext("answer decision", "answer"),
+            "decline": pgettext("answer decision", "decline"),
+            "found": pgettext("answer decision", "found"),
+        },
+        # Why an answer declined: the reason codes analytics counts.
+        "decision_reasons": {
+            "near_miss": _("the question names something the passages do not hold"),
+            "low_evidence": _("no sentence of the passages is close enough to the question"),
+            "model_none": _("the model chose none of the candidate sentences"),
+            "judge": _("the model, reading the passages, said they do not state the answer"),
+            "no_passages": _("the search found nothing"),
+            "model_refused": _("the model said the documents do not hold the answer"),
+        },
     }

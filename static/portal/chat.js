@@ -8,6 +8,8 @@ const MAX_RETRY_MS = 30000;
 const root = document.getElementById("chat");
 const strings = JSON.parse(document.getElementById("chat-strings").textContent);
 const stored = JSON.parse(document.getElementById("chat-citations").textContent);
+// Each stored answer's evidence, decisions, mode and closest passages, by message id.
+const storedFound = JSON.parse(document.getElementById("chat-found").textContent);
 const composer = document.getElementById("composer");
 const question = document.getElementById("question");
 const sendButton = document.getElementById("send");
@@ -23,8 +25,10 @@ const state = {
   conversation: root.dataset.conversation ? Number(root.dataset.conversation) : null,
   turn: null, // the answer being written: its <article>
 };
-// Each answer's <article> → what its events said: {text, citations, sources}.
+// Each answer's <article> → what its events said: {text, citations, sources, asked}.
 const answers = new WeakMap();
+// Each evidence card's source button → the citation it opens.
+const evidenceCitations = new WeakMap();
 
 function format(template, values) {
   return template.replace(/%\((\w+)\)[sd]/g, (_, key) => String(values[key] ?? ""));
@@ -75,7 +79,8 @@ function startTurn(text) {
   const asked = fromTemplate("question-template");
   asked.querySelector(".text").textContent = text;
   const turn = fromTemplate("answer-template");
-  answers.set(turn, { text: "", citations: null, sources: [] });
+  // `asked`: when the question was sent, for the seconds each stage took to reach.
+  answers.set(turn, { text: "", citations: null, sources: [], asked: performance.now() });
   turn.querySelector(".answer").setAttribute("aria-busy", "true");
   turn.querySelector(".status").textContent = strings.thinking;
   list.append(asked, turn);
@@ -177,11 +182,30 @@ const handlers = {
     box.querySelector("ol").replaceChildren(...event.sources.map((hit) => hitItem(hit)));
     show(box, event.sources.length > 0);
   },
+  stage(turn, event) {
+    // What the answer does now, in the question's language: the status line, and one more
+    // stage passed in "How it was found".
+    turn.querySelector(".status").textContent = event.text || strings.thinking;
+    const seconds = (performance.now() - answers.get(turn).asked) / 1000;
+    const item = el("li", "", `${event.text} `);
+    item.dataset.stage = event.stage;
+    item.append(el("span", "elapsed", format(strings.seconds, { seconds: seconds.toFixed(1) })));
+    const stages = turn.querySelector(".found .stages");
+    stages.append(item);
+    show(stages);
+    show(turn.querySelector(".found"));
+  },
+  evidence(turn, event) {
+    // The span that answers, shown at once: the answer, when it comes, rests on it.
+    addEvidence(turn, event);
+    keepInView(turn);
+  },
   "answer.delta"(turn, event) {
     const data = answers.get(turn);
     data.text += event.text;
     turn.querySelector(".status").textContent = "";
     renderText(turn.querySelector(".answer"), data.text);
+    compactEvidence(turn);
     keepInView(turn);
   },
   "answer.replace"(turn, event) {
@@ -189,6 +213,7 @@ const handlers = {
     const data = answers.get(turn);
     data.text = event.text;
     renderText(turn.querySelector(".answer"), data.text);
+    compactEvidence(turn);
     keepInView(turn);
   },
   closest(turn, event) {
@@ -207,6 +232,9 @@ const handlers = {
     keepInView(turn);
   },
   done(turn, event) {
+    // A declined answer has no evidence: the closest passages (`closest`) say where to look.
+    if (event.abstain) removeEvidence(turn);
+    renderFound(turn, event.mode, event.decisions);
     finishTurn(turn, { status: event.cancelled ? strings.cancelled : "" });
     // A finished answer is stored: it can be rated now (one cancelled halfway cannot).
     turn.dataset.message = String(event.message);
@@ -228,10 +256,95 @@ function hitItem(hit) {
 function closestItem(passage) {
   const item = el("li");
   const link = el("a", "", `${passage.file} · ${passage.place}`);
-  link.href = passage.url;
+  link.href = passage.url ?? `/documents/${passage.document_id}/pages/${passage.page}/?chunk=${passage.chunk_id}`;
   if (passage.snippet) link.title = passage.snippet;
   item.append(link);
   return item;
+}
+
+// -- the evidence, and how it was found -------------------------------------------------------
+
+// One card per evidence event (one per step of a multi-step answer, in the steps' order): the
+// quote highlighted, how sure the reader is, and the passage it is in, which opens as a citation.
+function addEvidence(turn, item) {
+  const container = turn.querySelector(".evidence");
+  const step = item.step ?? null;
+  const card = el("div", "evidence-card");
+  if (step !== null) {
+    card.dataset.step = String(step);
+    container.querySelector(`.evidence-card[data-step="${step}"]`)?.remove();
+  }
+  const head = el("p", "evidence-head");
+  const label = step === null ? strings.evidence : format(strings.evidence_step, { step });
+  head.append(el("span", "evidence-label", label));
+  const confidence = Number(item.confidence);
+  if (item.confidence !== null && item.confidence !== undefined && Number.isFinite(confidence)) {
+    head.append(el("span", "confidence", format(strings.confidence, { confidence: confidence.toFixed(2) })));
+  }
+  const quote = el("blockquote", "evidence-quote");
+  quote.append(el("mark", "", item.quote ?? ""));
+  card.append(head, quote);
+  const cited = item.citation;
+  if (cited) {
+    const where = el("p", "evidence-where");
+    const button = el("button", "link evidence-source", [cited.file, cited.place].filter(Boolean).join(" · "));
+    button.type = "button";
+    button.setAttribute("aria-label", format(strings.evidence_open, { file: cited.file, place: cited.place }));
+    // The dialog highlights the quote inside the passage, as for the answer's citations.
+    evidenceCitations.set(button, { ...cited, quote: cited.quote || item.quote || "" });
+    where.append(button);
+    card.append(where);
+  }
+  const later = step === null ? null : [...container.children].find((other) => Number(other.dataset.step) > step);
+  container.insertBefore(card, later ?? null);
+  show(container);
+}
+
+// Once the answer's text is there, the evidence it rests on takes less room.
+function compactEvidence(turn) {
+  turn.querySelector(".evidence").classList.add("compact");
+}
+
+function removeEvidence(turn) {
+  const container = turn.querySelector(".evidence");
+  container.replaceChildren();
+  show(container, false);
+}
+
+// "How it was found": the answer's mode, and each decision as stage — outcome — reason (figures).
+function renderFound(turn, mode, decisions) {
+  const modeLine = turn.querySelector(".found-mode");
+  modeLine.textContent = mode ? format(strings.mode, { mode: strings.modes[mode] ?? mode }) : "";
+  show(modeLine, Boolean(mode));
+  const list = turn.querySelector(".found .decisions");
+  list.replaceChildren(...(decisions ?? []).map(decisionItem));
+  show(list, list.children.length > 0);
+  const found = turn.querySelector(".found");
+  show(found, !modeLine.hidden || !list.hidden || !turn.querySelector(".found .stages").hidden);
+}
+
+function decisionItem(decision) {
+  const parts = [
+    strings.decision_stages[decision.stage] ?? decision.stage,
+    strings.decision_outcomes[decision.outcome] ?? decision.outcome,
+    strings.decision_reasons[decision.reason] ?? decision.reason,
+  ].filter(Boolean);
+  const item = el("li", decision.final ? "final" : "", parts.join(" — "));
+  item.dataset.stage = decision.stage ?? "";
+  const figures = compactFigures(decision.figures);
+  if (figures) item.append(" ", el("span", "figures", `(${figures})`));
+  return item;
+}
+
+// {score: 0.8234, passages: 4} → "score=0.82, passages=4"
+function compactFigures(figures) {
+  return Object.entries(figures ?? {})
+    .filter(([, value]) => value !== null && value !== undefined && value !== "")
+    .map(([name, value]) => {
+      if (typeof value === "number" && !Number.isInteger(value)) return `${name}=${value.toFixed(2)}`;
+      return `${name}=${typeof value === "object" ? JSON.stringify(value) : value}`;
+    })
+    .join(", ");
 }
 
 function renderCitations(turn, citations) {
@@ -389,6 +502,14 @@ function citationsOf(turn) {
   return { citations: stored[turn.dataset.message] ?? [], sources: [] };
 }
 
+function openEvidence(button) {
+  const cited = evidenceCitations.get(button);
+  if (!cited) return;
+  opener = button;
+  showCitation(cited);
+  dialog.showModal();
+}
+
 function openSource(button) {
   const turn = button.closest(".answer-turn");
   const n = Number(button.dataset.n);
@@ -436,7 +557,8 @@ function showOrigin(origin) {
 
 function showCitation(cited) {
   // Citations stored before they carried the passage have only its first 240 characters.
-  resetDialog(`[${cited.n}] ${cited.file}`, cited.place, cited.path, cited.text ?? cited.snippet ?? "", cited.quote);
+  const title = cited.n ? `[${cited.n}] ${cited.file}` : cited.file;
+  resetDialog(title, cited.place, cited.path, cited.text ?? cited.snippet ?? "", cited.quote);
   showOrigin(cited.origin);
   const open = dialog.querySelector(".citation-open");
   open.href = `/documents/${cited.document_id}/pages/${cited.page}/?chunk=${cited.chunk_id}`;
@@ -693,6 +815,7 @@ document.addEventListener("click", (event) => {
   const target = event.target.closest("button");
   if (!target) return;
   if (target.classList.contains("citation-link")) openSource(target);
+  else if (target.classList.contains("evidence-source")) openEvidence(target);
   else if (target.classList.contains("copy")) copy(target);
   else if (target.classList.contains("rate")) rate(target);
   else if (target.classList.contains("withdraw")) withdrawFeedback(target);
@@ -718,6 +841,14 @@ for (const turn of list.querySelectorAll(".answer-turn")) {
   const answer = turn.querySelector(".answer");
   renderText(answer, answer.textContent);
   markUncited(turn, stored[turn.dataset.message] ?? []);
+  // What the answer showed while it was made: its evidence (not for a declined answer), the
+  // closest passages of a declined one, and how it was found.
+  const saved = storedFound[turn.dataset.message];
+  if (!saved) continue;
+  if (!saved.abstain) for (const item of saved.evidence) addEvidence(turn, item);
+  if (answer.textContent.trim()) compactEvidence(turn);
+  if (saved.closest.length) handlers.closest(turn, { passages: saved.closest });
+  renderFound(turn, saved.mode, saved.decisions);
 }
 if (list.querySelector(".turn")) list.lastElementChild.scrollIntoView({ block: "end" });
 connect();

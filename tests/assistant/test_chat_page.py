@@ -191,3 +191,46 @@ def test_a_stored_answer_shows_the_collections_it_searched(client, alice, privat
     client.force_login(alice)
     page = client.get(f"/chat/{conversation.pk}/").content.decode()
     assert "Collections searched: Alice&#x27;s notes, Team &lt;b&gt;handbook&lt;/b&gt;" in page
+
+
+def found_json(page: str) -> dict[str, dict]:
+    found = re.search(r'<script id="chat-found" type="application/json">(.*?)</script>', page, re.S)
+    assert found, "the page embeds how each stored answer was found"
+    return json.loads(found.group(1))
+
+
+def test_a_stored_answer_carries_its_evidence_and_decisions_for_the_page(client, alice, monkeypatch):
+    """The page hands chat.js each stored answer's evidence, decisions, mode and closest
+    passages, as the answer showed them live; answers kept before these were stored (and
+    messages without the fields) give empty ones."""
+    from assistant import chat_views
+
+    conversation = make_conversation(alice, "Falcon 保修多久？", answer="两年 [1]。", abstain=False)
+    Message.objects.create(conversation=conversation, role="user", content="Heron?")
+    older = Message.objects.create(conversation=conversation, role="assistant", content="Older answer")
+    evidence = {"quote": "Falcon 路由器的保修期为两年。", "confidence": 0.9, "citation": {"n": 1}, "step": None}
+    decisions = [{"stage": "decide", "outcome": "answer", "reason": "", "figures": {"score": 0.9}, "final": True}]
+    real = chat_views._messages
+
+    def with_evidence(conversation):
+        stored = real(conversation)
+        answer = next(message for message in stored if message.role == "assistant")
+        answer.evidence, answer.decisions, answer.mode, answer.closest = [evidence], decisions, "evidence", []
+        return stored
+
+    monkeypatch.setattr(chat_views, "_messages", with_evidence)
+    client.force_login(alice)
+    page = client.get(reverse("chat-conversation", args=[conversation.pk])).content.decode()
+    found = found_json(page)
+    answer = conversation.messages.filter(role="assistant").first()
+    assert found[str(answer.pk)] == {
+        "evidence": [evidence],
+        "decisions": decisions,
+        "mode": "evidence",
+        "closest": [],
+        "abstain": False,
+    }
+    assert found[str(older.pk)] == {"evidence": [], "decisions": [], "mode": "", "closest": [], "abstain": False}
+    assert set(found) == {str(answer.pk), str(older.pk)}  # answers only
+    assert '<details class="found" hidden>' in page
+    assert "How it was found" in page
