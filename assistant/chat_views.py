@@ -109,12 +109,12 @@ def _messages(conversation: Conversation) -> list[Message]:
 def _found(message: Message) -> dict[str, Any]:
     """How a stored answer was found, for chat.js to draw as it drew it live: the evidence
     shown before the answer, the decisions, the answer's mode and a declined answer's
-    closest passages. Read with getattr: answers stored before these were kept have none."""
+    closest passages (empty for answers stored before they were kept)."""
     return {
-        "evidence": getattr(message, "evidence", None) or [],
-        "decisions": getattr(message, "decisions", None) or [],
-        "mode": getattr(message, "mode", "") or "",
-        "closest": getattr(message, "closest", None) or [],
+        "evidence": message.evidence,
+        "decisions": message.decisions,
+        "mode": message.mode,
+        "closest": message.closest,
         "abstain": bool(message.abstain),
     }
 

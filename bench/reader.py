@@ -54,6 +54,7 @@ GRID = {
     "context": (0.0, 0.3),
     "rank": (0.0, 0.2, 0.4, 0.8),
     "similarity": (0.0, 0.5, 1.0, 2.0),
+    "adds": (0.0, 0.3, 0.6),
 }
 
 
@@ -114,6 +115,7 @@ def main() -> None:
                             "near_miss": bool(lacking),
                             "cell": cell is not None,
                             "best": round(reading.best.score, 3) if reading.best else None,
+                            "relevance": reading.relevance,
                             "keys_all": float(key_coverage(text, question.keys) == 1.0) if question.keys else None,
                             "first_hit": float(key_coverage(sources[0].hit.text, question.keys) == 1.0)
                             if question.keys and sources
@@ -177,8 +179,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         }
     passing = [row for row in rows if not row["near_miss"] and row["best"] is not None and not row["cell"]]
     out["best_scores"] = {
-        "answerable": sorted(row["best"] for row in passing if row["answerable"]),
-        "unanswerable": sorted(row["best"] for row in passing if not row["answerable"]),
+        "answerable": sorted(row["relevance"] for row in passing if row["answerable"]),
+        "unanswerable": sorted(row["relevance"] for row in passing if not row["answerable"]),
     }
     return out
 
@@ -198,8 +200,8 @@ def print_summary(result: dict[str, Any]) -> None:
             f"{row['first_three'] or 0:>6.3f} {row['p50_s'] or 0:>6.3f} {row['p95_s'] or 0:>6.3f}"
         )
     scores = result["best_scores"]
-    print("best score, answerable past the anchor check:", scores["answerable"])
-    print("best score, unanswerable past the anchor check:", scores["unanswerable"])
+    print("relevance of the best, answerable past the anchor check:", scores["answerable"])
+    print("relevance of the best, unanswerable past the anchor check:", scores["unanswerable"])
 
 
 if __name__ == "__main__":

@@ -166,7 +166,7 @@ def evidence_answer(draft: Draft, chosen: Sequence[reader.Candidate], replace_te
 
 def low_evidence(reading: reader.Reading) -> bool:
     """Whether the reader found nothing close enough to answer (policy.READER_ANSWER_MIN)."""
-    return reading.best is None or reading.best.score < policy.READER_ANSWER_MIN
+    return reading.best is None or reading.relevance < policy.READER_ANSWER_MIN
 
 
 def choose(draft: Draft, model: ChatModel, reading: reader.Reading) -> reader.Candidate | None:
@@ -287,7 +287,7 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
     assert reading is not None
     best = reading.best
     if best is None or low_evidence(reading):
-        draft.trail.add("decide", "decline", "low_evidence", final=True, score=round(best.score, 3) if best else None)
+        draft.trail.add("decide", "decline", "low_evidence", final=True, relevance=reading.relevance)
         yield from writing.decline(draft, [])
         return
     if draft.mode == "evidence":

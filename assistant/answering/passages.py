@@ -23,7 +23,7 @@ from assistant.answering.evidence import COMMON, anchors
 from assistant.answering.values import normalise, plain
 from common.text import cjk_pairs, is_cjk, unmarked
 
-SENTENCE = re.compile(r"(?<=[。！？；!?;])|(?<=[.:])\s+(?=[A-Z0-9\"'(“])")
+SENTENCE = re.compile(r"(?<=[。！？；!?;])|(?<=[.:])\s+(?=[A-Z0-9\"'(“]|-{1,2}\w)")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]")
 # Characters that make no pair worth matching on their own (particles, question words).
 CJK_FILLER = set("的了吗呢吧是在有和与及或为被把对从到中上下个这那哪什么怎么如何多少几请问")

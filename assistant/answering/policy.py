@@ -16,6 +16,7 @@ READER_WEIGHTS: dict[str, float] = {
     "context": 0.3,
     "rank": 0.4,
     "similarity": 1.0,
+    "adds": 0.3,
 }
 READER_CANDIDATES = 8  # kept, best first: what the model may choose among
 READER_EMBED = 24  # the best candidates by the other features that the embedder rescores

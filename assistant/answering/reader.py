@@ -7,14 +7,21 @@ scored on what the question names and asks (policy.READER_WEIGHTS, calibrated on
 evaluation: bench/README.md):
 
 - anchors: the share of the question's anchors (numbers, versions, names, identifiers as
-  written: answering.evidence) the unit and its neighbours hold;
+  written: answering.evidence) the unit and its neighbours hold (0 when it names none);
 - overlap: the share of the question's terms (words; character pairs in Chinese) the unit holds;
 - context: the share its passage's headings and file name hold (a section titled with the
   question's words makes its sentences likelier);
 - rank: the passage's place in the search results;
+- adds: whether the unit holds a value the question does not (a number, a name, an
+  identifier): an answer says something the question did not (a table's header row holds
+  the question's words, its data row the value);
 - similarity: the embedder's cosine between the question (e5 "query:") and the unit (e5
   "passage:"), computed for the best few candidates by the other features only
   (policy.READER_EMBED), so that it costs a few dozen short texts.
+
+Whether the passages answer at all is the best candidate's relevance (its overlap plus the
+embedder's lift, without anchors or rank: `Reading.relevance`), against
+policy.READER_ANSWER_MIN; the anchors are checked before (answering.evidence).
 
 The answer a person reads is the best candidate with its neighbours (a row with the header
 line above it, a sentence with the next one when it is short: `window`), and a second
@@ -24,14 +31,16 @@ candidate from another passage when it scores nearly as well (policy.READER_SECO
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.answering import passages, policy
 from assistant.answering.evidence import anchors, present
 from assistant.answering.types import Source
-from assistant.answering.values import normalise
+from assistant.answering.values import NUMBER, normalise
 
+IDENTIFIER = re.compile(r"[._\\/-]")  # what makes an anchor an identifier, not a name
 # (question, texts) -> the cosine similarity of each text to the question.
 Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 
@@ -64,6 +73,13 @@ class Reading:
             return 0.0
         return round(1 - math.exp(-max(self.candidates[0].score, 0.0) / policy.READER_CONFIDENCE_SCALE), 3)
 
+    @property
+    def relevance(self) -> float:
+        """How much the best candidate is about the question, whatever its anchors and rank:
+        its share of the question's terms plus the embedder's lift (what decides whether the
+        passages answer at all: policy.READER_ANSWER_MIN)."""
+        return float(self.candidates[0].figures.get("relevance", 0.0)) if self.candidates else 0.0
+
     def quotes(self) -> list[Candidate]:
         """What the evidence answer quotes: the best candidate, and the best of another
         passage when it scores at least policy.READER_SECOND_SHARE of the best."""
@@ -92,6 +108,7 @@ def read(
     wanted = passages.terms(question, step_query) if step_query else passages.terms(question)
     total = sum(wanted.weights.values()) or 1.0
     named = tuple(anchors(step_query or question))
+    asked = normalise(f"{question} {step_query}")
     weights = policy.READER_WEIGHTS
     scored: list[Candidate] = []
     for rank, source in enumerate(sources):
@@ -102,16 +119,25 @@ def read(
         prior = 1.0 / (1 + rank)
         for index, part in enumerate(parts):
             window = _window(parts, index)
-            held = _anchor_share(named, normalise(window))
+            own = _anchor_share(named, normalise(part))
+            held = own + 0.5 * (_anchor_share(named, normalise(window)) - own)  # neighbours count half
             overlap = wanted.score(part) / total
-            figures = {"anchors": round(held, 3), "overlap": round(overlap, 3), "context": round(context, 3)}
+            adds = float(_adds(part, asked))
+            figures = {
+                "anchors": round(held, 3),
+                "overlap": round(overlap, 3),
+                "context": round(context, 3),
+                "adds": adds,
+            }
             score = (
                 weights["anchors"] * held
                 + weights["overlap"] * overlap
                 + weights["context"] * context
                 + weights["rank"] * prior
+                + weights["adds"] * adds
             )
-            scored.append(Candidate(source, index, part, window, score, figures | {"rank": rank + 1}))
+            figures |= {"rank": rank + 1, "relevance": round(overlap, 3)}
+            scored.append(Candidate(source, index, part, window, score, figures))
     scored.sort(key=lambda candidate: -candidate.score)
     if similarity is not None and scored:
         scored = _with_similarity(question, scored, similarity)
@@ -128,6 +154,7 @@ def _with_similarity(question: str, scored: list[Candidate], similarity: Similar
     for candidate, cosine in zip(head, cosines, strict=True):
         lift = max(float(cosine) - floor, 0.0) / (1 - floor)
         figures = candidate.figures | {"similarity": round(float(cosine), 3)}
+        figures["relevance"] = round(candidate.figures["overlap"] + lift, 3)
         rescored.append(
             Candidate(
                 candidate.source,
@@ -143,10 +170,21 @@ def _with_similarity(question: str, scored: list[Candidate], similarity: Similar
 
 
 def _anchor_share(named: Sequence[str], text: str) -> float:
-    """The share of the anchors `text` (normalised) holds; 1 when the question names none."""
+    """The share of the anchors `text` (normalised) holds; 0 when the question names none
+    (then no candidate is lifted by it)."""
     if not named:
-        return 1.0
+        return 0.0
     return sum(present(anchor, text) for anchor in named) / len(named)
+
+
+def _adds(part: str, asked: str) -> bool:
+    """Whether the unit holds a value the question does not: a number (the usual answer), or
+    an identifier (`--default-settings`, `package.cron.yearly`) not in the question. Not a
+    capitalised word: a table's header row names its columns in capitals."""
+    said = normalise(part)
+    if any(number not in asked for number in NUMBER.findall(said)):
+        return True
+    return any(IDENTIFIER.search(anchor) and anchor not in asked for anchor in map(normalise, anchors(part)))
 
 
 def _window(parts: Sequence[str], index: int) -> str:

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from assistant.models import Message
 from knowledge.models import Chunk
 from tests.assistant.chat_files import files, ingest_files
 from tests.assistant.test_chat_page import make_conversation
@@ -339,10 +338,6 @@ def test_a_multi_step_answers_evidence_on_a_phone_in_chinese(live_web, page, ali
     assert scripted.asked[0]["question"] == "Falcon 和 Heron 的保修期各是多久？"
 
 
-STORED = {field.name for field in Message._meta.get_fields()} >= {"evidence", "decisions", "mode", "closest"}
-
-
-@pytest.mark.skipif(not STORED, reason="Message keeps evidence, decisions, mode and closest from migration 0005 on")
 def test_a_stored_answer_shows_its_evidence_and_how_it_was_found(live_web, page, alice):
     citation = scripted_citation(1, "falcon.md") | {"quote": "Falcon 路由器的保修期为两年。"}
     evidence = {"quote": "Falcon 路由器的保修期为两年。", "confidence": 0.875, "citation": citation, "step": None}
