@@ -5,6 +5,7 @@ local model's own behaviour is in test_answering_local.py."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -683,6 +684,24 @@ def test_an_odd_question_gets_an_answer_from_alices_documents_only(policies, ali
     assert "98,765" not in result["answer"]  # in no passage alice may read: removed, never shown
     assert {cited["collection_id"] for cited in result["citations"]} <= {policies.pk}
     assert all("98,765" not in prompt for _kind, prompt in model.asked)
+
+
+@pytest.mark.parametrize("question", ODD_QUESTIONS)
+def test_an_odd_question_answered_from_the_evidence_reads_alices_documents_only(
+    policies, alice, charlie, settings, question
+):
+    settings.ANSWER_MODE = "evidence"
+    secret = make_collection(charlie, "Charlie's secrets")
+    from tests.assistant.chat_files import ingest_files
+
+    ingest_files(secret, {"secret.md": b"# Payroll\n\nCharlie's salary is 98,765 yuan.\n"})
+    result = collect(answer_events(start(alice, question)))
+    assert result["error"] is None
+    assert result["answer"].strip()
+    assert "98,765" not in result["answer"]
+    assert "98,765" not in json.dumps(result["evidence"] + result["closest"], ensure_ascii=False)
+    assert {cited["collection_id"] for cited in result["citations"]} <= {policies.pk}
+    assert [d for d in result["decisions"] if d["final"]]  # settled by a decision on record
 
 
 @pytest.mark.parametrize("question", ["", "   \n\t "])
