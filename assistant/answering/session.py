@@ -151,14 +151,14 @@ def start(
             conversation.collections.add(*(collection_ids or []))
             history: tuple[Turn, ...] = ()
         else:
-            history = _history(conversation)
+            history = history_of(conversation)
             conversation.collections.set(collection_ids or [])
             conversation.save(update_fields=["updated_at"])
         message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=question)
     return Session(user, question, conversation, message, scope, history, started=started)
 
 
-def _history(conversation: Conversation) -> tuple[Turn, ...]:
+def history_of(conversation: Conversation) -> tuple[Turn, ...]:
     """The last turns: each question with the answer that followed it. An answer cut by an
     error is no answer: its part would be taken as what was said."""
     if not settings.HISTORY_TURNS:

@@ -28,6 +28,13 @@ class SearchRequestSerializer(serializers.Serializer[dict[str, object]]):
         child=serializers.ChoiceField(choices=list(CHANNELS)), required=False, allow_empty=False
     )
     rerank = serializers.BooleanField(default=True)
+    conversation = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="A conversation of the caller's: a follow-up question that leans on an earlier turn "
+        "(a pronoun, 'what about…') is searched with the earlier question, as /api/ask/ searches it; "
+        "the response's `query` says what was searched.",
+    )
 
 
 class StageSerializer(serializers.Serializer[object]):

@@ -514,3 +514,31 @@ def test_every_everyday_picture_word_leads_to_words_that_descriptions_use():
         assert targets, word
         for target in targets:
             assert target in said, f"{word} -> {target}: no label or family says it"
+
+
+def test_a_follow_up_is_searched_with_its_earlier_question_in_search_as_in_ask(corpus, alice, charlie, api):
+    """/api/search/ with a conversation searches a follow-up that leans on an earlier turn
+    with the earlier question, as the answer pipeline does; another user's conversation is
+    not found."""
+    from assistant.models import Conversation
+
+    QUESTION = "Within how many days of the trip are taxi receipts reimbursed?"  # noqa: N806
+    conversation = Conversation.with_history(
+        alice, corpus, "年假", [("user", "入职满一年有几天年假？"), ("assistant", "五天 [1]。")]
+    )
+    token_for(api, alice)
+    alone = api.post("/api/search/", {"query": "那需要提前多久申请？", "k": 3}, format="json").json()
+    followed = api.post(
+        "/api/search/", {"query": "那需要提前多久申请？", "k": 3, "conversation": conversation.pk}, format="json"
+    ).json()
+    assert followed["query"] == "入职满一年有几天年假？ 那需要提前多久申请？"
+    assert alone["query"] == "那需要提前多久申请？"
+    assert followed["hits"][0]["document_name"] == "leave.md"
+    standalone = api.post(
+        "/api/search/", {"query": QUESTION, "k": 3, "conversation": conversation.pk}, format="json"
+    ).json()
+    assert standalone["query"] == QUESTION  # leans on nothing: searched as asked
+    theirs = Conversation.with_history(charlie, corpus, "x", [("user", "入职满一年有几天年假？")])
+    response = api.post("/api/search/", {"query": "那呢？", "conversation": theirs.pk}, format="json")
+    assert response.status_code == 404
+    assert "年假" not in response.content.decode()
