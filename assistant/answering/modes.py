@@ -51,19 +51,17 @@ LOCAL_DEFAULT = "evidence"
 
 def mode_for(model: ChatModel | None) -> str:
     """The answer mode of this answer: settings.ANSWER_MODE, where "auto" is LOCAL_DEFAULT
-    with the local model and `passages` with a remote one; `choose` needs a model that can
-    be constrained (the local one) and is `passages` otherwise."""
+    with the local model (one that can be constrained: it reads prompts slowly on the
+    portal's own cores) and `passages` with any other; `choose` needs a model that can be
+    constrained and is `passages` otherwise. `model` None: the configured chat model (made,
+    not loaded)."""
     wanted = settings.ANSWER_MODE
-    local = registry.role_config("chat").provider == "local" if model is None else _is_local(model)
+    if wanted not in ("auto", "choose"):
+        return wanted
+    constrained = hasattr(model if model is not None else registry.chat_model(), "choice")
     if wanted == "auto":
-        return LOCAL_DEFAULT if local else "passages"
-    if wanted == "choose" and model is not None and not hasattr(model, "choice"):
-        return "passages"
-    return wanted
-
-
-def _is_local(model: ChatModel) -> bool:
-    return hasattr(model, "choice") or str(getattr(model, "model_id", "")).startswith("local:")
+        return LOCAL_DEFAULT if constrained else "passages"
+    return wanted if constrained else "passages"
 
 
 def needs_model(mode: str) -> bool:
