@@ -49,11 +49,11 @@ from common.language import language_of  # noqa: E402
 from knowledge.models import Collection  # noqa: E402
 
 GRID = {
-    "anchors": (0.5, 1.0, 2.0),
+    "anchors": (1.0, 2.0),
     "overlap": (0.5, 1.0, 2.0),
     "context": (0.0, 0.3),
-    "rank": (0.0, 0.2, 0.4, 0.8),
-    "similarity": (0.0, 0.5, 1.0, 2.0),
+    "rank": (0.2, 0.4, 0.8),
+    "similarity": (0.0, 1.0, 2.0),
     "adds": (0.0, 0.3, 0.6),
 }
 
@@ -64,11 +64,14 @@ def main() -> None:
     parser.add_argument("--collection", type=int, required=True)
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--out", default="reader")
+    parser.add_argument("--embed", type=int, help="Candidates the embedder rescores (policy.READER_EMBED).")
     args = parser.parse_args()
     collection = Collection.objects.get(pk=args.collection)
     user = default_user(collection)
     scope = scope_for(user, [collection.pk])
     questions = load_questions(args.questions)
+    if args.embed is not None:
+        policy.READER_EMBED = args.embed
     cases = []
     for question in questions:
         history = tuple(

@@ -95,7 +95,8 @@ def similarity(question: str, texts: Sequence[str]) -> list[float]:
     passage): e5 reads "query:" and "passage:" differently."""
     embedder = registry.text_embedder()
     wanted = embedder.embed_query(question)
-    vectors = embedder.embed_documents(list(texts))
+    few = getattr(embedder, "embed_few", embedder.embed_documents)  # the local one: on one thread
+    vectors = few(list(texts))
     norm = math.sqrt(sum(x * x for x in wanted)) or 1.0
     return [
         sum(a * b for a, b in zip(wanted, vector, strict=True)) / norm / (math.sqrt(sum(x * x for x in vector)) or 1.0)

@@ -46,6 +46,17 @@ class LocalEmbedder:
             vectors = self._engine().passage(list(texts))
         return [[float(x) for x in row] for row in vectors.reshape(len(texts), -1)]
 
+    def embed_few(self, texts: Sequence[str]) -> list[list[float]]:
+        """A few short passages while a person waits (the answer's candidate sentences): on
+        one thread, as a query, for the same reason (QUERY_THREADS)."""
+        if not texts:
+            return []
+        with self._lock:
+            engine = self._engine()
+            with _threads(engine, QUERY_THREADS):
+                vectors = engine.passage(list(texts))
+        return [[float(x) for x in row] for row in vectors.reshape(len(texts), -1)]
+
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
             engine = self._engine()
