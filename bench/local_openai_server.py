@@ -42,7 +42,7 @@ LOCK = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_POST(self) -> None:
         if self.path.rstrip("/") != "/v1/chat/completions":
             self.send_error(404)
             return
@@ -82,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the standard library's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

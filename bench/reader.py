@@ -64,12 +64,15 @@ def main() -> None:
     parser.add_argument("--collection", type=int, required=True)
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--out", default="reader")
+    parser.add_argument("--second", type=float, help="policy.READER_SECOND_SHARE for this run.")
     parser.add_argument("--embed", type=int, help="Candidates the embedder rescores (policy.READER_EMBED).")
     args = parser.parse_args()
     collection = Collection.objects.get(pk=args.collection)
     user = default_user(collection)
     scope = scope_for(user, [collection.pk])
     questions = load_questions(args.questions)
+    if args.second is not None:
+        policy.READER_SECOND_SHARE = args.second
     if args.embed is not None:
         policy.READER_EMBED = args.embed
     cases = []
