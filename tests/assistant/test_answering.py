@@ -586,8 +586,13 @@ def test_evidence_answers_come_while_another_answer_holds_the_local_model(polici
     from assistant.answering import pipeline
 
     settings.ANSWER_MODE = "evidence"
-    asked = []
-    monkeypatch.setattr(pipeline.registry, "chat_model", lambda: asked.append(1) or ScriptedChat(answer="x"))
+    asked: list[int] = []
+
+    def chat_model():
+        asked.append(1)
+        return ScriptedChat(answer="x")
+
+    monkeypatch.setattr(pipeline.registry, "chat_model", chat_model)
     turn = pipeline._LOCAL_MODEL
     assert turn.acquire(blocking=False)  # another answer has the model
     try:

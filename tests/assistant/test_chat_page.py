@@ -223,6 +223,7 @@ def test_a_stored_answer_carries_its_evidence_and_decisions_for_the_page(client,
     page = client.get(reverse("chat-conversation", args=[conversation.pk])).content.decode()
     found = found_json(page)
     answer = conversation.messages.filter(role="assistant").first()
+    assert answer is not None
     assert found[str(answer.pk)] == {
         "evidence": [evidence],
         "decisions": decisions,
