@@ -285,6 +285,10 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
     reading = draft.reading
     assert reading is not None
     best = reading.best
+    if draft.memories:
+        yield from remembered_answer(draft, reading)
+        if draft.trail.final() is not None:
+            return
     if best is None or low_evidence(reading):
         draft.trail.add("decide", "decline", "low_evidence", final=True, relevance=reading.relevance)
         yield from writing.decline(draft, [])
@@ -313,6 +317,33 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         return
     yield stage(draft, "write")
     yield from phrase(draft, model, reading)
+
+
+def remembered_answer(draft: Draft, reading: reader.Reading) -> Iterator[Event]:
+    """The answer from what the user told the portal, when a remembered fact is more about
+    the question than any sentence of the passages ("what form of answer do I like?"): the
+    fact, quoted as remembered, with no citation. Nothing when the passages answer better."""
+    texts = draft.remembered
+    try:
+        scores = reader.relevance(draft.query, texts, similarity)
+    except Exception:  # an embedder failure: the terms alone
+        log.warning("Weighing memories without the embedder's similarity", exc_info=True)
+        scores = reader.relevance(draft.query, texts)
+    index = max(range(len(texts)), key=lambda i: scores[i])
+    if scores[index] <= reading.relevance or scores[index] < policy.READER_MEMORY_MIN:
+        return
+    draft.trail.add(
+        "decide",
+        "answer",
+        "what the user told the portal",
+        final=True,
+        relevance=scores[index],
+        passages=reading.relevance,
+    )
+    draft.text, draft.quotes = prompts.remembered_lead(draft.language, texts[index]), {}
+    if "first_token" not in draft.session.timings:
+        draft.session.mark("first_token")
+    yield AnswerDelta(draft.text)
 
 
 def steps_answer(draft: Draft) -> Iterator[Event]:

@@ -33,6 +33,10 @@ READER_SHORT_UNIT = 40  # a unit shorter than this above the best is its header:
 # 0.5-0.7 hold every key for 0.530 of the English questions, 0.85 for 0.500 (bench/reader.py).
 READER_SECOND_SHARE = 0.7
 READER_CONFIDENCE_SCALE = 1.0  # confidence = 1 - exp(-score / scale)
+# A remembered fact answers instead of the passages when it is more about the question than
+# their best sentence (both by `reader.relevance`) and at least this much: a fact that shares
+# a word or two with the question is not its answer.
+READER_MEMORY_MIN = 0.5
 # Below this best score the reader finds no evidence: the answer is declined as low evidence.
 READER_ANSWER_MIN = 0.0
 

@@ -210,6 +210,14 @@ def evidence_lead(language: Language, quotes: Sequence[tuple[str, int, str, str]
     return lead + "\n\n" + "\n".join(f"- {line}" for line in lines)
 
 
+def remembered_lead(language: Language, fact: str) -> str:
+    """The portal's answer from what the user told it earlier (answering.modes): the fact as
+    remembered, no citation (it is not in a document)."""
+    if language == "zh":
+        return f"你之前告诉过我：“{fact}”"
+    return f"You told me earlier: “{fact}”"
+
+
 # The model picks the sentence that answers (answering.modes, choose): its reply is read as
 # the first token only, limited to the candidates' numbers and 0.
 CHOOSE = {

@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 
 from assistant.answering import passages, policy
 from assistant.answering.evidence import anchors, present
+from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise
+from common.text import unmarked
 
 IDENTIFIER = re.compile(r"[._\\/-]")  # what makes an anchor an identifier, not a name
 # (question, texts) -> the cosine similarity of each text to the question.
@@ -167,6 +169,40 @@ def _with_similarity(question: str, scored: list[Candidate], similarity: Similar
         )
     rescored.sort(key=lambda candidate: -candidate.score)
     return rescored + tail
+
+
+def relevance(question: str, texts: Sequence[str], similarity: Similarity | None = None) -> list[float]:
+    """How much each text is about the question, as `Reading.relevance` measures a candidate:
+    its share of the question's terms plus the embedder's lift above
+    policy.READER_SIMILARITY_FLOOR (what a remembered fact is weighed by against the passages)."""
+    wanted = passages.terms(question)
+    total = sum(wanted.weights.values()) or 1.0
+    overlaps = [wanted.score(text) / total for text in texts]
+    if similarity is None or not texts:
+        return [round(overlap, 3) for overlap in overlaps]
+    floor = policy.READER_SIMILARITY_FLOOR
+    cosines = similarity(question, list(texts))
+    return [
+        round(overlap + max(float(cosine) - floor, 0.0) / (1 - floor), 3)
+        for overlap, cosine in zip(overlaps, cosines, strict=True)
+    ]
+
+
+def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
+    """The question's terms (words; character pairs in Chinese; not its anchors, which
+    answering.evidence checks) that no passage holds, nor its document's name or headings,
+    and their share of the terms' weight: a question about something the passages never
+    mention ("how many children", "double-click resolution") has the topic's words but not
+    the attribute's."""
+    wanted = passages.terms(question)
+    named = {normalise(anchor) for anchor in anchors(question)}
+    plain_terms = {term: weight for term, weight in wanted.weights.items() if term not in named}
+    if not plain_terms:
+        return 0.0, []
+    said = normalise(" ".join(evidence_said(source.hit) for source in sources))
+    seen = unmarked(said)
+    lacking = [term for term in plain_terms if term not in said and term not in seen]
+    return round(sum(plain_terms[term] for term in lacking) / sum(plain_terms.values()), 3), lacking
 
 
 def _anchor_share(named: Sequence[str], text: str) -> float:

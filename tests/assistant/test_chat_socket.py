@@ -96,11 +96,15 @@ def test_an_answer_streams_in_protocol_order_and_a_conversation_continues(web, w
             return first, await until_done(ws)
 
     first, second = asyncio.run(scenario())
-    kinds = [event["type"] for event in first]
-    assert kinds[:4] == ["started", "strategy", "memory.used", "retrieval"]
+    # Each stage is shown as it begins; the reader's best quote comes before any model work.
+    stages = [event["stage"] for event in first if event["type"] == "stage"]
+    assert stages == ["search", "found", "read", "write"], stages
+    kinds = [event["type"] for event in first if event["type"] != "stage"]
+    assert kinds[:5] == ["started", "strategy", "memory.used", "retrieval", "evidence"]
     assert kinds[-3:] == ["citations", "attachments", "done"]
-    assert set(kinds[4:-3]) == {"answer.delta"}
-    assert len(kinds[4:-3]) > 1  # streamed in pieces, not at the end
+    assert set(kinds[5:-3]) == {"answer.delta"}
+    assert len(kinds[5:-3]) > 1  # streamed in pieces, not at the end
+    assert "最多累积五天" in next(event for event in first if event["type"] == "evidence")["quote"]
     (cited,) = first[-3]["citations"]
     assert (cited["file"], cited["page"]) == ("policy.pdf", 2)
     streamed = "".join(event["text"] for event in first if event["type"] == "answer.delta")
@@ -257,7 +261,8 @@ def test_the_json_and_event_stream_forms_of_ask_agree(web, api, alice, policies)
     status, raw = post_ask(web, key, question, accept="text/event-stream")
     assert status == 200
     events = sse_events(raw)
-    assert [event["type"] for event in events][:4] == ["started", "strategy", "memory.used", "retrieval"]
+    kinds = [event["type"] for event in events if event["type"] != "stage"]
+    assert kinds[:5] == ["started", "strategy", "memory.used", "retrieval", "evidence"]
     assert events[-1]["type"] == "done"
     assert answer["answer"] == "".join(event["text"] for event in events if event["type"] == "answer.delta")
     streamed = next(event for event in events if event["type"] == "citations")["citations"]
