@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from assistant import hooks
 from assistant.access import access_conversation
 from assistant.answering.answer import CITATION
+from assistant.answering.decisions import REASONS
 from assistant.models import Conversation, Message
 from knowledge.models import Collection, Page
 from portal.typing import AuthedRequest
@@ -220,12 +221,5 @@ def _strings() -> dict[str, Any]:
             "found": pgettext("answer decision", "found"),
         },
         # Why an answer declined: the reason codes analytics counts.
-        "decision_reasons": {
-            "near_miss": _("the question names something the passages do not hold"),
-            "low_evidence": _("no sentence of the passages is close enough to the question"),
-            "model_none": _("the model chose none of the candidate sentences"),
-            "judge": _("the model, reading the passages, said they do not state the answer"),
-            "no_passages": _("the search found nothing"),
-            "model_refused": _("the model said the documents do not hold the answer"),
-        },
+        "decision_reasons": {reason: str(text) for reason, text in REASONS.items()},
     }

@@ -34,5 +34,15 @@ def terms(text: str) -> Counter[str]:
     return counts
 
 
+def words(text: str) -> list[str]:
+    """The words of `text` as jieba's precise mode cuts them (one cut, no sub-words), NFKC-
+    folded and lower-cased, punctuation and spaces dropped: a question's words, to check
+    against a passage (not for the index, which `terms` fills)."""
+    import rjieba
+
+    tokens = (token.strip().lower() for token in rjieba.cut(unicodedata.normalize("NFKC", text)))
+    return [token for token in tokens if token and any(_is_word_char(char) for char in token)]
+
+
 def _is_word_char(char: str) -> bool:
     return unicodedata.category(char)[0] in "LN"

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from django.utils.translation import gettext_lazy as _
+
 Stage = Literal["retrieve", "cells", "read", "anchors", "decide", "choose", "phrase", "write", "verify", "attach"]
 STAGES: tuple[Stage, ...] = (
     "retrieve",
@@ -39,14 +41,15 @@ STAGES: tuple[Stage, ...] = (
     "attach",
 )
 DECLINE = "decline"
-# Why an answer was declined, as analytics counts them.
+# Why an answer was declined, as analytics counts them (and the chat explains them).
 REASONS = {
-    "near_miss": "the question names something the passages do not hold",
-    "low_evidence": "no sentence of the passages is close enough to the question",
-    "model_none": "the model chose none of the candidate sentences",
-    "judge": "the model, reading the passages, said they do not state the answer",
-    "no_passages": "the search found nothing",
-    "model_refused": "the model said the documents do not hold the answer",
+    "near_miss": _("the question names something the passages do not hold"),
+    "low_evidence": _("no sentence of the passages is close enough to the question"),
+    "unmentioned": _("the passages never mention most of what the question asks about"),
+    "model_none": _("the model chose none of the candidate sentences"),
+    "judge": _("the model, reading the passages, said they do not state the answer"),
+    "no_passages": _("the search found nothing"),
+    "model_refused": _("the model said the documents do not hold the answer"),
 }
 
 Figure = float | int | str | bool | None

@@ -41,6 +41,7 @@ COMMON = frozenset(
     may might must of on or shall should so than that the their then there these they this those to was
     were what when where which who whom whose why will with would you your please show tell give list
     find according table figure page chapter section part slide step example note version default
+    many much
     january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec
     monday tuesday wednesday thursday friday saturday sunday

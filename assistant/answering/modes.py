@@ -115,6 +115,7 @@ def read(draft: Draft, sources: Sequence[Source], step_query: str = "") -> reade
     figures: dict[str, Figure] = {"confidence": reading.confidence, "candidates": len(reading.candidates)}
     if best is not None:
         figures |= {"score": round(best.score, 3), "source": best.source.number, **best.figures}
+    figures |= {"absent": reading.absent, "unmentioned": ", ".join(reading.unmentioned)}
     outcome, reason = ("found", "the best sentence of the passages") if best else ("nothing", "no sentence to read")
     draft.trail.decisions.append(Decision("read", outcome, reason, figures))
     return reading
@@ -163,9 +164,17 @@ def evidence_answer(draft: Draft, chosen: Sequence[reader.Candidate], replace_te
     yield AnswerReplaced(draft.text) if replace_text else AnswerDelta(draft.text)
 
 
-def low_evidence(reading: reader.Reading) -> bool:
-    """Whether the reader found nothing close enough to answer (policy.READER_ANSWER_MIN)."""
-    return reading.best is None or reading.relevance < policy.READER_ANSWER_MIN
+def unanswered(reading: reader.Reading) -> str | None:
+    """Why the passages do not answer, as a decline reason (answering.decisions.REASONS), or
+    None: nothing to read, most of the question's words mentioned nowhere
+    (policy.READER_ABSENT_MAX), or nothing close enough (policy.READER_ANSWER_MIN)."""
+    if reading.best is None:
+        return "low_evidence"
+    if reading.absent > policy.READER_ABSENT_MAX:
+        return "unmentioned"
+    if reading.relevance < policy.READER_ANSWER_MIN:
+        return "low_evidence"
+    return None
 
 
 def choose(draft: Draft, model: ChatModel, reading: reader.Reading) -> reader.Candidate | None:
@@ -289,8 +298,17 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         yield from remembered_answer(draft, reading)
         if draft.trail.final() is not None:
             return
-    if best is None or low_evidence(reading):
-        draft.trail.add("decide", "decline", "low_evidence", final=True, relevance=reading.relevance)
+    why = unanswered(reading)
+    if best is None or why is not None:
+        draft.trail.add(
+            "decide",
+            "decline",
+            why or "low_evidence",
+            final=True,
+            relevance=reading.relevance,
+            absent=reading.absent,
+            unmentioned=", ".join(reading.unmentioned),
+        )
         yield from writing.decline(draft, [])
         return
     if draft.mode == "evidence":
@@ -354,7 +372,7 @@ def steps_answer(draft: Draft) -> Iterator[Event]:
     wanted = passages.terms(draft.query)
     for step in draft.steps:
         reading = draft.step_readings.get(step.number)
-        if reading is None or reading.best is None or low_evidence(reading):
+        if reading is None or reading.best is None or unanswered(reading) is not None:
             continue
         best = reading.best
         quote = verify.shorten(best.window, wanted)

@@ -33,6 +33,9 @@ READER_SHORT_UNIT = 40  # a unit shorter than this above the best is its header:
 # 0.5-0.7 hold every key for 0.530 of the English questions, 0.85 for 0.500 (bench/reader.py).
 READER_SECOND_SHARE = 0.7
 READER_CONFIDENCE_SCALE = 1.0  # confidence = 1 - exp(-score / scale)
+# Above this share of the question's words (not its anchors) mentioned in no passage, the
+# passages are about the question's topic but not what it asks: declined as "unmentioned".
+READER_ABSENT_MAX = 0.5
 # A remembered fact answers instead of the passages when it is more about the question than
 # their best sentence (both by `reader.relevance`) and at least this much: a fact that shares
 # a word or two with the question is not its answer.

@@ -19,9 +19,11 @@ evaluation: bench/README.md):
   "passage:"), computed for the best few candidates by the other features only
   (policy.READER_EMBED), so that it costs a few dozen short texts.
 
-Whether the passages answer at all is the best candidate's relevance (its overlap plus the
+Whether the passages answer at all: the anchors are checked before (answering.evidence);
+then the share of the question's other words that no passage mentions (`absent`), against
+policy.READER_ABSENT_MAX, and the best candidate's relevance (its overlap plus the
 embedder's lift, without anchors or rank: `Reading.relevance`), against
-policy.READER_ANSWER_MIN; the anchors are checked before (answering.evidence).
+policy.READER_ANSWER_MIN.
 
 The answer a person reads is the best candidate with its neighbours (a row with the header
 line above it, a sentence with the next one when it is short: `window`), and a second
@@ -36,12 +38,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.answering import passages, policy
-from assistant.answering.evidence import anchors, present
+from assistant.answering.evidence import COMMON, anchors, present
 from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise
-from common.text import unmarked
+from assistant.retrieval.fusion import MEDIA_WORDS
+from common.text import is_cjk, unmarked
+from ingestion.terms import words
 
+# Words a question uses for the document it asks about, or for asking, that a passage need
+# not repeat ("the vignette says", "in the spreadsheet", "文档里写的"): never missing.
+GENERIC = frozenset(
+    """
+    vignette package spreadsheet brochure manual guide document documents file files talk slides
+    readme paper article handbook reference chart say says said mean means called use used
+    文档 手册 指南 表格 资料 文件 说明 规定 提到 写 说
+    """.split()  # noqa: SIM905 (a list of words, read as one)
+)
 IDENTIFIER = re.compile(r"[._\\/-]")  # what makes an anchor an identifier, not a name
 # (question, texts) -> the cosine similarity of each text to the question.
 Similarity = Callable[[str, Sequence[str]], Sequence[float]]
@@ -63,6 +76,10 @@ class Reading:
 
     candidates: tuple[Candidate, ...]
     anchors: tuple[str, ...]  # the question's anchors
+    # The question's words no passage holds, and their share (`absent`): what the question
+    # asks about that the passages never mention.
+    absent: float = 0.0
+    unmentioned: tuple[str, ...] = ()
 
     @property
     def best(self) -> Candidate | None:
@@ -143,7 +160,8 @@ def read(
     scored.sort(key=lambda candidate: -candidate.score)
     if similarity is not None and scored:
         scored = _with_similarity(question, scored, similarity)
-    return Reading(tuple(scored[: policy.READER_CANDIDATES]), named)
+    share, lacking = absent(step_query or question, sources)
+    return Reading(tuple(scored[: policy.READER_CANDIDATES]), named, share, tuple(lacking))
 
 
 def _with_similarity(question: str, scored: list[Candidate], similarity: Similarity) -> list[Candidate]:
@@ -189,20 +207,38 @@ def relevance(question: str, texts: Sequence[str], similarity: Similarity | None
 
 
 def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
-    """The question's terms (words; character pairs in Chinese; not its anchors, which
-    answering.evidence checks) that no passage holds, nor its document's name or headings,
-    and their share of the terms' weight: a question about something the passages never
-    mention ("how many children", "double-click resolution") has the topic's words but not
-    the attribute's."""
-    wanted = passages.terms(question)
+    """The question's words that no passage holds, nor its document's name or headings, and
+    their share of the question's words: a question about something the passages never
+    mention ("how many children", "股票代码") has the topic's words but not the attribute's.
+    Words: English ones of three letters or more that are not function words (stemmed as
+    `passages.terms` does); Chinese ones as jieba cuts them, of two characters or more and
+    without a question word or particle (a word of three or more counts as held when its
+    first and last two characters are). Not the anchors: answering.evidence checks those."""
+    if MEDIA_WORDS.search(question):
+        return 0.0, []  # a picture is found by what it shows, not by words its description holds
     named = {normalise(anchor) for anchor in anchors(question)}
-    plain_terms = {term: weight for term, weight in wanted.weights.items() if term not in named}
-    if not plain_terms:
+    asked: list[str] = []
+    for word in words(question):
+        if word in named or any(word in anchor for anchor in named) or word in GENERIC:
+            continue  # anchors are checked apart (answering.evidence)
+        if is_cjk(word[0]):
+            if len(word) >= 2 and not any(char in passages.CJK_FILLER for char in word):
+                asked.append(word)
+        elif len(word) >= 3 and word not in COMMON and passages.WORD.fullmatch(word):
+            asked.append(word[:6] if len(word) > 7 else word)
+    asked = list(dict.fromkeys(asked))
+    if not asked:
         return 0.0, []
     said = normalise(" ".join(evidence_said(source.hit) for source in sources))
     seen = unmarked(said)
-    lacking = [term for term in plain_terms if term not in said and term not in seen]
-    return round(sum(plain_terms[term] for term in lacking) / sum(plain_terms.values()), 3), lacking
+
+    def held(word: str) -> bool:
+        if word in said or word in seen:
+            return True
+        return is_cjk(word[0]) and len(word) >= 3 and word[:2] in said and word[-2:] in said
+
+    lacking = [word for word in asked if not held(word)]
+    return round(len(lacking) / len(asked), 3), lacking
 
 
 def _anchor_share(named: Sequence[str], text: str) -> float:

@@ -127,3 +127,42 @@ def test_the_trail_is_settled_by_its_last_final_decision():
         "final": False,
     }
     assert final_of(stored) == stored[-1]
+
+
+def test_absent_names_the_questions_words_no_passage_holds():
+    handbook = source(1, "云帆科技员工手册。正式员工每年有十天带薪年假。", "policy.pdf")
+    share, lacking = reader.absent("公司的股票代码是什么？", [handbook])
+    assert lacking == ["公司", "股票代码"]
+    assert share == 1.0
+    assert reader.absent("正式员工每年有几天年假？", [handbook]) == (0.0, [])
+
+
+def test_absent_counts_a_documents_name_and_headings_as_said_and_leaves_anchors_out():
+    spreadsheet = source(1, "Bowie | 1947 | 2016 | 69", "deaths.xlsx", ("Musicians",))
+    share, lacking = reader.absent("How many children did David Bowie have in the deaths spreadsheet?", [spreadsheet])
+    # "deaths" is the file's name, David Bowie an anchor, "spreadsheet" names the document
+    assert lacking == ["childr"]
+    assert share == 0.5
+    assert reader.absent("Which musicians are in deaths.xlsx?", [spreadsheet]) == (0.0, [])
+
+
+def test_relevance_weighs_a_text_by_the_questions_terms_and_the_embedders_lift():
+    texts = ["用户希望以表格形式回答问题", "用户住在柏林"]
+    plain = reader.relevance("我喜欢什么形式的回答？", texts)
+    assert plain[0] > plain[1] == 0.0
+    lifted = reader.relevance("我喜欢什么形式的回答？", texts, lambda _q, _texts: [1.0, policy.READER_SIMILARITY_FLOOR])
+    assert lifted == [round(plain[0] + 1.0, 3), 0.0]
+
+
+def test_a_reading_whose_question_is_mostly_unmentioned_is_unanswered():
+    from assistant.answering import modes
+
+    handbook = source(1, "云帆科技员工手册。正式员工每年有十天带薪年假。", "policy.pdf")
+    asked = reader.read("公司的股票代码是什么？", [handbook])
+    assert asked.best is not None
+    assert asked.absent > policy.READER_ABSENT_MAX
+    assert modes.unanswered(asked) == "unmentioned"
+    held = reader.read("正式员工每年有几天年假？", [handbook])
+    assert held.absent == 0.0
+    assert modes.unanswered(held) is None
+    assert modes.unanswered(reader.read("年假有几天？", [])) == "low_evidence"
