@@ -21,7 +21,6 @@ import argparse
 import itertools
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -42,7 +41,6 @@ django.setup()
 from assistant.answering import cells, evidence, modes, policy, reader, router  # noqa: E402
 from assistant.answering.evaluation import key_coverage, percentile  # noqa: E402
 from assistant.answering.types import Turn  # noqa: E402
-from assistant.answering.values import normalise  # noqa: E402
 from assistant.management.commands.evaluate import default_user  # noqa: E402
 from assistant.retrieval.evaluation import load_questions  # noqa: E402
 from assistant.retrieval.fusion import media_intent  # noqa: E402
@@ -50,7 +48,6 @@ from assistant.retrieval.scope import scope_for  # noqa: E402
 from common.language import language_of  # noqa: E402
 from knowledge.models import Collection  # noqa: E402
 
-ASKS_NUMBER = re.compile(r"\bhow (many|much|old|long)\b|\b(amount|share|percent|percentage)\b|多少|几", re.I)
 GRID = {
     "anchors": (1.0, 2.0),
     "overlap": (0.5, 1.0, 2.0),
@@ -135,11 +132,9 @@ def main() -> None:
                             if question.keys and sources
                             else None,
                             "seconds": round(seconds, 4),
-                            "absent": reader.absent(query, sources)[0] if sources else None,
-                            "absent_terms": reader.absent(query, sources)[1] if sources else [],
+                            "absent": reading.absent,
+                            "absent_terms": list(reading.unmentioned),
                             "similarity": reading.best.figures.get("similarity") if reading.best else None,
-                            "asks_number": bool(ASKS_NUMBER.search(question.question)),
-                            "gives_number": bool(reader._adds(text, normalise(query))) if text else False,
                             "adds": reading.best.figures.get("adds") if reading.best else None,
                             "overlap": reading.best.figures.get("overlap") if reading.best else None,
                             "evidence": text[:400],

@@ -169,10 +169,10 @@ def _with_similarity(question: str, scored: list[Candidate], similarity: Similar
     policy.READER_SIMILARITY_FLOOR, where e5's cosines between unrelated texts lie)."""
     head, tail = scored[: policy.READER_EMBED], scored[policy.READER_EMBED :]
     cosines = similarity(question, [candidate.text for candidate in head])
-    floor, weight = policy.READER_SIMILARITY_FLOOR, policy.READER_WEIGHTS["similarity"]
+    weight = policy.READER_WEIGHTS["similarity"]
     rescored = []
     for candidate, cosine in zip(head, cosines, strict=True):
-        lift = max(float(cosine) - floor, 0.0) / (1 - floor)
+        lift = _lift(cosine)
         figures = candidate.figures | {"similarity": round(float(cosine), 3)}
         figures["relevance"] = round(candidate.figures["overlap"] + lift, 3)
         rescored.append(
@@ -198,12 +198,15 @@ def relevance(question: str, texts: Sequence[str], similarity: Similarity | None
     overlaps = [wanted.score(text) / total for text in texts]
     if similarity is None or not texts:
         return [round(overlap, 3) for overlap in overlaps]
-    floor = policy.READER_SIMILARITY_FLOOR
     cosines = similarity(question, list(texts))
-    return [
-        round(overlap + max(float(cosine) - floor, 0.0) / (1 - floor), 3)
-        for overlap, cosine in zip(overlaps, cosines, strict=True)
-    ]
+    return [round(overlap + _lift(cosine), 3) for overlap, cosine in zip(overlaps, cosines, strict=True)]
+
+
+def _lift(cosine: float) -> float:
+    """The embedder's cosine above policy.READER_SIMILARITY_FLOOR (where e5's cosines between
+    unrelated texts lie), scaled to 0..1."""
+    floor = policy.READER_SIMILARITY_FLOOR
+    return max(float(cosine) - floor, 0.0) / (1 - floor)
 
 
 def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
