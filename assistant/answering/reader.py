@@ -43,6 +43,7 @@ from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise
 from assistant.retrieval.fusion import MEDIA_WORDS
+from common.language import language_of
 from common.text import is_cjk, unmarked
 from ingestion.terms import words
 
@@ -215,17 +216,21 @@ def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
     mention ("how many children", "股票代码") has the topic's words but not the attribute's.
     Words: English ones of three letters or more that are not function words (stemmed as
     `passages.terms` does); Chinese ones as jieba cuts them, of two characters or more and
-    without a question word or particle (a word of three or more counts as held when its
-    first and last two characters are). Not the anchors: answering.evidence checks those."""
+    without a question word or particle, and only where a passage is in Chinese (a
+    word of three or more counts as held when its first and last two characters are). Not
+    the anchors: answering.evidence checks those."""
     if MEDIA_WORDS.search(question):
         return 0.0, []  # a picture is found by what it shows, not by words its description holds
     named = {normalise(anchor) for anchor in anchors(question)}
+    # A Chinese question about English passages words them otherwise: its Chinese words
+    # count only where a passage is in Chinese.
+    chinese = any(language_of(source.hit.text) == "zh" for source in sources)
     asked: list[str] = []
     for word in words(question):
         if word in named or any(word in anchor for anchor in named) or word in GENERIC:
             continue  # anchors are checked apart (answering.evidence)
         if is_cjk(word[0]):
-            if len(word) >= 2 and not any(char in passages.CJK_FILLER for char in word):
+            if chinese and len(word) >= 2 and not any(char in passages.CJK_FILLER for char in word):
                 asked.append(word)
         elif len(word) >= 3 and word not in COMMON and passages.WORD.fullmatch(word):
             asked.append(word[:6] if len(word) > 7 else word)

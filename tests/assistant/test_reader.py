@@ -137,6 +137,11 @@ def test_absent_names_the_questions_words_no_passage_holds():
     assert reader.absent("正式员工每年有几天年假？", [handbook]) == (0.0, [])
 
 
+def test_a_chinese_questions_words_are_not_missing_from_english_passages():
+    vignette = source(1, "The zero-inflated negative binomial model fits the counts best.", "countreg.pdf")
+    assert reader.absent("小册子里哪个计数模型拟合得最好？", [vignette]) == (0.0, [])
+
+
 def test_absent_counts_a_documents_name_and_headings_as_said_and_leaves_anchors_out():
     spreadsheet = source(1, "Bowie | 1947 | 2016 | 69", "deaths.xlsx", ("Musicians",))
     share, lacking = reader.absent("How many children did David Bowie have in the deaths spreadsheet?", [spreadsheet])
