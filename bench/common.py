@@ -79,3 +79,11 @@ def summary(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return {"median": statistics.median(ordered), "p95": p95, "max": ordered[-1]}
+
+
+def cpu() -> str:
+    """The CPU's model and its AVX-512 flags, as every timing names them."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
+    flags = sorted({flag for flag in text.split() if flag.startswith("avx512")})
+    return f"{model}, {os.cpu_count()} cores, " + (" ".join(flags) if flags else "no AVX-512")

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -223,6 +224,118 @@ def formats() -> dict[str, float]:
     return results
 
 
+FORMATS = {  # the stacked plot's groups, by file suffix
+    ".pdf": "pdf",
+    ".docx": "office",
+    ".pptx": "office",
+    ".xlsx": "sheet",
+    ".csv": "sheet",
+    ".md": "text",
+    ".jpg": "picture",
+    ".png": "picture",
+    ".gif": "picture",
+}
+
+
+def sampled_pdf(path: Path, pages: int) -> bytes:
+    """The PDF cut to `pages` pages spread evenly over it (its first, its last and between),
+    so a manual's contents pages, body and index all count; the whole file when it is short."""
+    import pymupdf
+
+    with pymupdf.open(path) as document:
+        total = document.page_count
+        if pages <= 0 or total <= pages:
+            return path.read_bytes()
+        step = (total - 1) / (pages - 1) if pages > 1 else 0
+        document.select(sorted({round(n * step) for n in range(pages)}))
+        data: bytes = document.tobytes(garbage=3)
+        return data
+
+
+def profile_set(folder: Path, pages: int) -> dict[str, Any]:
+    """Each file of the public evaluation (PDFs cut to `pages` pages) ingested inline, one after
+    another, as a worker does: seconds per file and per unit, each run's time per stage
+    (ingestion.stages), the slowest page, and the sums per format."""
+    from ingestion.models import IngestionRun
+    from providers import registry
+
+    registry.text_embedder().embed_query("warm up")
+    target = collection("bench profile")
+    ingest_inline(target, "warm.md", b"# warm\n\nup")
+    files: list[dict[str, Any]] = []
+    for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() in FORMATS):
+        data = sampled_pdf(path, pages) if path.suffix.lower() == ".pdf" else path.read_bytes()
+        seconds = ingest_inline(target, f"{path.parent.name}/{path.name}", data)
+        run = IngestionRun.objects.filter(document__collection=target, document__rel_path__endswith=path.name).first()
+        assert run is not None
+        units = run.document.page_count if run.document else 0
+        stages = getattr(run, "stages", {})  # absent before runs recorded them: a baseline's checkout
+        slowest = stages.get("slowest_page") or [0, 0.0]
+        files.append(
+            {
+                "file": f"{path.parent.name}/{path.name}",
+                "format": FORMATS[path.suffix.lower()],
+                "units": units,
+                "seconds": round(seconds, 3),
+                "per_unit": round(seconds / max(units, 1), 3),
+                "slowest_page": slowest,
+                "stages": stages.get("seconds", {}),
+            }
+        )
+        print(
+            f"{files[-1]['file']:<44} {units:>4} units {seconds:>8.1f} s {seconds / max(units, 1):>6.2f} s/unit"
+            f"  slowest p.{slowest[0]} {slowest[1]:.1f} s",
+            flush=True,
+        )
+    target.delete()
+    by_format: dict[str, dict[str, float]] = {}
+    for row in files:
+        group = by_format.setdefault(row["format"], {"units": 0, "seconds": 0.0})
+        group["units"] += row["units"]
+        group["seconds"] += row["seconds"]
+        for name, value in row["stages"].items():
+            group[name] = group.get(name, 0.0) + value
+    units = sum(row["units"] for row in files)
+    total = sum(row["seconds"] for row in files)
+    from bench.common import cpu
+
+    return {
+        "cpu": cpu(),
+        "pages_per_pdf": pages,
+        "files": files,
+        "formats": by_format,
+        "units": units,
+        "seconds": round(total, 1),
+        "slowest_page": max((row["slowest_page"] for row in files), key=lambda s: s[1]),
+    }
+
+
+def plot_profile(profile: dict[str, Any], path: Path) -> None:
+    """Seconds per unit of each format, stacked by stage."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ingestion.stages import STAGES
+
+    formats: dict[str, dict[str, float]] = profile["formats"]
+    names = sorted(formats)
+    figure, axis = plt.subplots(figsize=(8, 4))
+    bottom = [0.0] * len(names)
+    colours = plt.get_cmap("tab20")
+    for index, stage in enumerate(STAGES):
+        heights = [formats[name].get(stage, 0.0) / max(formats[name]["units"], 1) for name in names]
+        if any(heights):
+            axis.bar(names, heights, bottom=bottom, label=stage, color=colours(index))
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    axis.set_ylabel("seconds per page, slide or picture")
+    axis.set_title(f"Ingestion time per unit by stage ({profile['units']} units, {profile['seconds']} s)", fontsize=10)
+    axis.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
 def child_rss() -> None:
     """In a fresh process: ingest a 1,000-page PDF, then print the peak RSS in MB."""
     setup()
@@ -270,6 +383,16 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--pages", type=int, default=200, help="pages of the text PDF for --storage s3 (a few for a smoke run)"
     )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FOLDER",
+        help="time per stage over the files in FOLDER (eval/files: the public evaluation's), and the "
+        "text-PDF pipeline against the embedder alone: bench/results/ingest-profile.json and .png",
+    )
+    parser.add_argument(
+        "--pdf-pages", type=int, default=24, help="with --profile: each PDF cut to this many pages (0: whole)"
+    )
     parser.add_argument("--child-rss", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -282,6 +405,15 @@ def main() -> None:
     setup()
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
+    if args.profile:
+        profiled = {"set": profile_set(args.profile, args.pdf_pages), "text_pdf": throughput(100)}
+        (out / "ingest-profile.json").write_text(json.dumps(profiled, indent=2))
+        plot_profile(profiled["set"], out / "ingest-profile.png")
+        print(json.dumps({key: value for key, value in profiled["set"].items() if key != "files"}, indent=1))
+        for key, value in profiled["text_pdf"].items():
+            print(f"text_pdf    {key:<24} {value:>10.2f}")
+        print("written: bench/results/ingest-profile.json, bench/results/ingest-profile.png")
+        return
     if args.storage == "s3":
         figures = storage_throughput(args.pages)
         (out / "ingest-s3.json").write_text(json.dumps(figures, indent=2))

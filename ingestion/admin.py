@@ -10,10 +10,13 @@ from functools import partial
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from ingestion import actions
 from ingestion.models import IngestionRun
+from ingestion.stages import stage_label
 from knowledge import admin as knowledge_admin
 from knowledge.admin import InCollectionAdmin
 from knowledge.feedback import report
@@ -34,6 +37,7 @@ class IngestionRunAdmin(InCollectionAdmin):
         "progress",
         "total",
         "counts",
+        "time_per_stage",
         "error",
         "traceback",
         "started_at",
@@ -44,6 +48,31 @@ class IngestionRunAdmin(InCollectionAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    @admin.display(description=_("time per stage"))
+    def time_per_stage(self, run: IngestionRun) -> SafeString | str:
+        """Where the run's time went, the largest stage first (ingestion.stages)."""
+        seconds = (run.stages or {}).get("seconds") or {}
+        if not seconds:
+            return "—"
+        calls = (run.stages or {}).get("counts") or {}
+        total = sum(seconds.values()) or 1.0
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{} s</td><td>{} %</td><td>{}</td></tr>",
+            (
+                (stage_label(name), f"{value:.2f}", f"{100 * value / total:.0f}", calls.get(name, ""))
+                for name, value in sorted(seconds.items(), key=lambda item: -item[1])
+            ),
+        )
+        return format_html(
+            "<table><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr>{}</table>",
+            _("stage"),
+            _("time"),
+            _("share"),
+            _("calls"),
+            rows,
+        )
 
     @admin.action(description=_("Cancel (stops between pages)"))
     def cancel(self, request: HttpRequest, queryset: QuerySet[IngestionRun]) -> None:

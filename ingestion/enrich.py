@@ -23,6 +23,7 @@ from typing import Any
 from ingestion import pictures, reading_order
 from ingestion.models import DerivedText
 from ingestion.parsers.base import BBox, Block, ParsedPage
+from ingestion.stages import stage
 from providers import registry
 from providers.base import ProviderError, Tag, Tags
 
@@ -40,16 +41,18 @@ def enrich(parsed: ParsedPage, *, language: str = "en") -> ParsedPage:
     blocks: list[Block] = []
     for block in parsed.blocks:
         if block.kind == "image" and block.image is not None:
-            rgb = _pixels(block.image)
+            with stage("picture_description"):
+                rgb = _pixels(block.image)
+                flat = pictures.flat_share(rgb)
             # A picture file, or a picture on a page the OCR reads whole (a scan): read once, there.
             whole = parsed.needs_ocr
-            read = block.read_text or (not whole and pictures.holds_text(rgb))
+            read = block.read_text or (not whole and pictures.holds_text(rgb, flat))
             blocks.append(_read_image(block, language, read))
             taken = str(parsed.meta.get("taken_at") or "")
             blocks.append(
                 replace(
                     # The OCR lines of the picture, where it was read (a picture file's are the page's).
-                    _picture(block.image, rgb, block.bbox, taken, read or block.image == parsed.render),
+                    _picture(block.image, rgb, flat, block.bbox, taken, read or block.image == parsed.render),
                     t_start=block.t_start,
                     t_end=block.t_end,
                 )
@@ -85,16 +88,17 @@ def _pixels(image: bytes) -> Any:
         return np.asarray(opened.convert("RGB"))
 
 
-def _picture(image: bytes, rgb: Any, bbox: BBox | None, taken: str, read: bool) -> Block:
+def _picture(image: bytes, rgb: Any, flat: float, bbox: BBox | None, taken: str, read: bool) -> Block:
     """The picture's own words (ingestion.pictures): its kind, its colours and its objects'
     (with the tagger's labels where PROVIDER_TAGGING is on) and the date it was taken. `read`:
     the OCR reads this picture (its lines tell a screenshot from a chart)."""
     lines = [(box[1], box[3]) for _text, box in _ocr(image)] if read else []
-    tags = _tags(image) if registry.available("tagging") else None
-    measured = pictures.measure(rgb, lines)
-    tags = pictures.trusted(tags, measured.kind) if tags else None
-    object_colours = [pictures.colours_of(rgb, tag.box) for tag in tags.objects] if tags else []
-    text = pictures.description(measured, tags, object_colours, taken)
+    with stage("picture_description"):
+        tags = _tags(image) if registry.available("tagging") else None
+        measured = pictures.measure(rgb, lines, flat)
+        tags = pictures.trusted(tags, measured.kind) if tags else None
+        object_colours = [pictures.colours_of(rgb, tag.box) for tag in tags.objects] if tags else []
+        text = pictures.description(measured, tags, object_colours, taken)
     return Block("picture", text, bbox=bbox, image=image)
 
 
@@ -142,7 +146,8 @@ def _ocr(image: bytes) -> list[tuple[str, BBox]]:
     boxes; the cache keeps them so, and reading_order orders them after it."""
 
     def read() -> Any:
-        result = registry.ocr().read(image)
+        with stage("ocr"):
+            result = registry.ocr().read(image)
         return [
             [line.text, _box(line.box)]
             for line in result.lines
@@ -165,10 +170,15 @@ def _caption(image: bytes, language: str) -> str:
         DerivedText.Task.CAPTION,
         f"{model.model_id}:{language[:2]}",
         image,
-        lambda: model.describe(image, prompt).strip(),
+        lambda: _described(model, image, prompt),
         default="",
     )
     return str(output)
+
+
+def _described(model: Any, image: bytes, prompt: str) -> str:
+    with stage("caption"):
+        return str(model.describe(image, prompt)).strip()
 
 
 def _transcribe(block: Block) -> list[Block]:
@@ -177,7 +187,7 @@ def _transcribe(block: Block) -> list[Block]:
     model = registry.speech_to_text()
 
     def transcribe() -> Any:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, stage("speech"):
             path = Path(tmp) / "clip.wav"
             path.write_bytes(block.audio or b"")
             transcript = model.transcribe(path)

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from ingestion.chunking import ChunkDraft, ChunkSettings, chunk_page
 from ingestion.parsers.base import ParsedPage
+from ingestion.stages import stage
 from ingestion.terms import terms
 from knowledge.models import Chunk, Collection, IndexedPage, IndexVersion, Page
 from providers.base import ImageEmbedder, ProviderError, TextEmbedder, check_dims
@@ -145,11 +146,34 @@ def page_valid(page: Page, version: IndexVersion) -> bool:
 def index_page(
     page: Page, parsed: ParsedPage, version: IndexVersion, embedder: TextEmbedder, settings: ChunkSettings
 ) -> int:
-    drafts = chunk_page(parsed, settings)
+    with stage("chunking"):
+        drafts = chunk_page(parsed, settings)
     if version.config.get("page_summaries") and len(parsed.text) >= SUMMARY_MIN_CHARS:
-        drafts.append(ChunkDraft("summary", summarize(parsed.text), parsed.number, None, parsed.heading_path))
-    vectors = embedder.embed_documents([_embedding_text(d) for d in drafts]) if drafts else []
-    pictures = _image_vectors(drafts, version)
+        with stage("caption"):  # a model's words about the page
+            drafts.append(ChunkDraft("summary", summarize(parsed.text), parsed.number, None, parsed.heading_path))
+    with stage("embedding"):
+        vectors = embedder.embed_documents([_embedding_text(d) for d in drafts]) if drafts else []
+        pictures = _image_vectors(drafts, version)
+    with stage("chunking"):
+        rows = _rows(page, drafts, vectors, pictures, version)
+    with stage("database"), transaction.atomic():
+        Chunk.objects.filter(index_version=version, page=page).delete()
+        IndexedPage.objects.filter(index_version=version, page=page).delete()
+        Chunk.objects.bulk_create(rows)
+        IndexedPage.objects.create(
+            index_version=version, page=page, content_sha256=page.content_sha256, chunk_count=len(rows)
+        )
+    return len(rows)
+
+
+def _rows(
+    page: Page,
+    drafts: list[ChunkDraft],
+    vectors: list[list[float]],
+    pictures: dict[int, list[float]],
+    version: IndexVersion,
+) -> list[Chunk]:
+    """The page's chunks as rows, with their terms for the lexical channel."""
     rows = []
     for ordinal, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
         counts = terms(draft.text + " " + " ".join(draft.heading_path))
@@ -169,14 +193,7 @@ def index_page(
                 content_sha256=draft.content_sha256,
             )
         )
-    with transaction.atomic():
-        Chunk.objects.filter(index_version=version, page=page).delete()
-        IndexedPage.objects.filter(index_version=version, page=page).delete()
-        Chunk.objects.bulk_create(rows)
-        IndexedPage.objects.create(
-            index_version=version, page=page, content_sha256=page.content_sha256, chunk_count=len(rows)
-        )
-    return len(rows)
+    return rows
 
 
 def _image_vectors(drafts: list[ChunkDraft], version: IndexVersion) -> dict[int, list[float]]:

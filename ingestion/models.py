@@ -45,6 +45,8 @@ class IngestionRun(models.Model):
     progress = models.PositiveIntegerField(_("pages done"), default=0)
     total = models.PositiveIntegerField(_("pages"), null=True, blank=True)
     counts = models.JSONField(_("counts"), default=dict, blank=True)
+    # Seconds and calls per stage of the run (ingestion.stages): where its time went.
+    stages = models.JSONField(_("time per stage"), default=dict, blank=True)
     error = models.TextField(_("error"), blank=True)
     traceback = models.TextField(blank=True)
     cancel_requested = models.BooleanField(_("cancel requested"), default=False)

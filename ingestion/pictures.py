@@ -59,22 +59,23 @@ class Measured:
     colours: tuple[str, ...]  # keys of COLOURS, the largest first
 
 
-def measure(rgb: Any, text_lines: Sequence[tuple[float, float]] = ()) -> Measured:
+def measure(rgb: Any, text_lines: Sequence[tuple[float, float]] = (), flat: float | None = None) -> Measured:
     """The kind and the dominant colours of a picture (an RGB array); `text_lines`: the
-    (top, bottom) in pixels of each line the OCR read in it."""
-    return Measured(kind_of(rgb, text_lines), colours_of(rgb))
+    (top, bottom) in pixels of each line the OCR read in it; `flat`: its flat_share, where
+    it was measured already."""
+    return Measured(kind_of(rgb, text_lines, flat), colours_of(rgb))
 
 
-def holds_text(rgb: Any) -> bool:
+def holds_text(rgb: Any, flat: float | None = None) -> bool:
     """Whether a picture inside a page may hold words worth reading: large enough, and not a
     photo (screenshots, charts and scans are flat; the words of a photo are a sign or a shirt)."""
-    return min(rgb.shape[:2]) >= OCR_MIN_SIDE and _flat(rgb) >= FLAT_PHOTO
+    return min(rgb.shape[:2]) >= OCR_MIN_SIDE and (flat_share(rgb) if flat is None else flat) >= FLAT_PHOTO
 
 
-def kind_of(rgb: Any, text_lines: Sequence[tuple[float, float]] = ()) -> str:
+def kind_of(rgb: Any, text_lines: Sequence[tuple[float, float]] = (), flat: float | None = None) -> str:
     import numpy as np
 
-    if _flat(rgb) < FLAT_PHOTO:
+    if (flat_share(rgb) if flat is None else flat) < FLAT_PHOTO:
         return "photo"
     small = _resized(rgb)
     saturation = float(_hsv(small)[..., 1].mean())
@@ -108,8 +109,9 @@ def colours_of(rgb: Any, box: tuple[float, float, float, float] | None = None) -
 COLOUR_NAMES = tuple(COLOURS)
 
 
-def _flat(rgb: Any) -> float:
-    """The share of pixels equal to their right neighbour."""
+def flat_share(rgb: Any) -> float:
+    """The share of pixels equal to their right neighbour (a full pass over a large picture:
+    measured once and handed to holds_text and measure)."""
     return float((rgb[:, 1:] == rgb[:, :-1]).all(axis=2).mean()) if rgb.shape[1] > 1 else 1.0
 
 

@@ -32,6 +32,7 @@ from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
 from ingestion.parsers.base import ParseError, parser_for
 from ingestion.runs import enqueue_run, new_ingest_run
+from ingestion.stages import current_profile, profiling, stage
 from ingestion.versions import complete_build_if_done
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Document, IndexedDocument, IndexVersion, Page
@@ -73,7 +74,11 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
     document = run.document
     assert document is not None
     try:
-        result = _ingest(run, document, embedder)
+        with profiling() as profile:
+            try:
+                result = _ingest(run, document, embedder)
+            finally:  # a failed or cancelled run keeps its profile too
+                IngestionRun.objects.filter(pk=run.pk).update(stages=profile.as_json())
     except Cancelled:  # the run's cancel_requested was set: it stopped between pages
         _finish(run, IngestionRun.Status.CANCELLED, error=_("Cancelled before the end; run it again to finish."))
         return None
@@ -130,18 +135,22 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     if collection.active_version_id in {version.pk for version in pending}:
         Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     numbers: list[int] = []
+    profile = current_profile()
     indexed = kept = written = 0
     last_event = 0.0
     # Parsers read a path: in an object store, a temporary copy kept until the last page.
     with _original(document) as original:
-        total = parser.count(original)
+        with stage("open"):
+            total = parser.count(original)
         if total:
             IngestionRun.objects.filter(pk=run.pk).update(total=total)
             run.total = total
+        started = time.perf_counter()
         for parsed in parser.pages(original):
-            page = save_page(document, parsed)
+            with stage("database"):
+                page = save_page(document, parsed)
+                stale = [version for version in pending if not page_valid(page, version)]
             numbers.append(parsed.number)
-            stale = [version for version in pending if not page_valid(page, version)]
             kept += len(pending) - len(stale)
             if stale:
                 enriched = enriched_page(page, parsed)
@@ -150,6 +159,9 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
                     indexed += 1
             if _progress(run, len(numbers), last_event):
                 last_event = time.monotonic()
+            if profile is not None:
+                profile.page_done(parsed.number, time.perf_counter() - started)
+            started = time.perf_counter()
     _finish_document(document, pending, numbers)
     for version in pending:
         if version.status == IndexVersion.Status.BUILDING:

@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from common.render import render_png
 from ingestion import tables as grids
 from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table, register
+from ingestion.stages import stage
 
 RENDER_DPI = 110  # pictures PyMuPDF cannot extract alone are drawn from the page at this size
 OCR_DPI = 200  # pages the OCR reads are rendered sharper: small print needs the pixels
@@ -62,7 +63,8 @@ class PdfParser(Parser):
         import pymupdf
 
         try:
-            document = pymupdf.open(path, filetype="pdf")
+            with stage("open"):
+                document = pymupdf.open(path, filetype="pdf")
         except Exception as exc:  # PyMuPDF raises several types for a damaged file
             raise ParseError(
                 _("The PDF cannot be opened: it is damaged or not really a PDF (%s).") % _reason(exc, path)
@@ -100,33 +102,50 @@ def _reason(exc: Exception, path: Path) -> str:
 
 def _parse_page(page: Any, number: int) -> ParsedPage:
     width, height = float(page.rect.width), float(page.rect.height)
-    # Table detection (the layout model, then ruling lines) costs ~90 ms a page: skip pages
-    # that draw nothing. None: PyMuPDF caught an error of its own, the page has no table then.
-    drawings = page.get_cdrawings()
-    found = page.find_tables() if drawings else None
-    tables = list(found.tables) if found is not None else []
+    with stage("layout"):
+        drawings = page.get_cdrawings()
+        raw = page.get_text("dict", sort=True)["blocks"]
+    tables = find_tables(page, drawings, raw)
     table_boxes = [tuple(table.bbox) for table in tables]
-    raw = page.get_text("dict", sort=True)["blocks"]
-    texts = [b for b in raw if b.get("type") == 0 and not _inside_any(b["bbox"], table_boxes)]
-    texts = [b for b in texts if not _in_band(b, height) and _block_text(b)]
-    marks = _marks(drawings, raw)
-    blocks = _text_blocks(texts) + [_table_block(page, table, marks) for table in tables]
-    blocks += _image_blocks(page, [b for b in raw if b.get("type") == 1], texts)
+    with stage("layout"):
+        texts = [b for b in raw if b.get("type") == 0 and not _inside_any(b["bbox"], table_boxes)]
+        texts = [b for b in texts if not _in_band(b, height) and _block_text(b)]
+        marks = _marks(drawings, raw)
+        blocks = _text_blocks(texts)
+    with stage("table_grid"):
+        words = _words(page) if tables else []  # read once for all the page's tables
+        blocks += [_table_block(page, table, marks, drawings, words) for table in tables]
+    with stage("pictures"):
+        blocks += _image_blocks(page, [b for b in raw if b.get("type") == 1], texts)
     blocks.sort(key=lambda block: (round((block.bbox or (0, 0, 0, 0))[1]), (block.bbox or (0, 0, 0, 0))[0]))
     chars = sum(len(block.text) for block in blocks if block.kind in ("heading", "text", "table"))
     pictures = [b["bbox"] for b in raw if b.get("type") == 1]
     covered = sum(max(x1 - x0, 0) * max(y1 - y0, 0) for x0, y0, x1, y1 in pictures) / (width * height or 1)
     needs_ocr = bool(pictures) and (chars < MIN_TEXT_CHARS or (covered >= MOSTLY_IMAGE and chars < LITTLE_TEXT_CHARS))
+    render = None
+    if needs_ocr:  # only the OCR needs a render now; citations get theirs on first view (knowledge.renders)
+        with stage("render"):
+            render = render_png(page, OCR_DPI)
     return ParsedPage(
         number=number,
         kind="pdf_page",
         blocks=tuple(blocks),
         width=width,
         height=height,
-        # Only the OCR needs a render now; citations get theirs on first view (knowledge.renders).
-        render=render_png(page, OCR_DPI) if needs_ocr else None,
+        render=render,
         needs_ocr=needs_ocr,
     )
+
+
+def find_tables(page: Any, drawings: list[dict[str, Any]], raw: list[dict[str, Any]]) -> list[Any]:
+    """The page's tables by PyMuPDF's detection (the layout model, then ruling lines), which
+    costs ~90 ms a page: skipped on pages that draw nothing. An error inside PyMuPDF's
+    detection (None) means no table."""
+    if not drawings:
+        return []
+    with stage("table_detection"):
+        found = page.find_tables()
+    return list(found.tables) if found is not None else []
 
 
 def _block_text(block: dict[str, Any]) -> str:
@@ -172,12 +191,14 @@ def _text_blocks(raw: list[dict[str, Any]]) -> list[Block]:
     return blocks
 
 
-def _table_block(page: Any, table: Any, marks: list[BBox]) -> Block:
+def _table_block(
+    page: Any, table: Any, marks: list[BBox], drawings: list[dict[str, Any]], words: list[tuple[grids.Word, bool]]
+) -> Block:
     """A table as Markdown and cells, from the words inside its box (ingestion.tables: measured
     against PyMuPDF's own cell text, which merges the rows of a table without ruling lines and
     splits glyphs where a dotted leader runs); PyMuPDF's cells where the words form no grid.
     An empty cell with a drawn mark in it says so (grids.DRAWING)."""
-    grid = table_grid(page, table)
+    grid = table_grid(page, table, drawings, words)
     if grid is None:
         rows = [[fold((cell or "").strip()) for cell in row] for row in table.extract()]
         boxes = [[tuple(cell) if cell else (0.0, 0.0, 0.0, 0.0) for cell in row.cells] for row in table.rows]
@@ -193,25 +214,32 @@ def _table_block(page: Any, table: Any, marks: list[BBox]) -> Block:
     return Block("table", text, bbox=_bbox(table.bbox), cells=cells, header_rows=grid.header_rows)
 
 
-def table_grid(page: Any, table: Any) -> grids.Grid | None:
+def table_grid(
+    page: Any,
+    table: Any,
+    drawings: list[dict[str, Any]] | None = None,
+    words: list[tuple[grids.Word, bool]] | None = None,
+) -> grids.Grid | None:
     """The grid that the words inside `table`'s box form, its header rows bounded by the
     rules drawn there; None for a table set sideways (PyMuPDF's cells are used then)."""
     x0, y0, x1, y1 = table.bbox
     inside = [
-        (w, across) for w, across in _words(page) if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
+        (w, across)
+        for w, across in (_words(page) if words is None else words)
+        if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1
     ]
-    words = [w for w, across in inside if across]
-    if len(words) < len(inside) / 2:  # a table set sideways: its lines run down the page
+    level = [w for w, across in inside if across]
+    if len(level) < len(inside) / 2:  # a table set sideways: its lines run down the page
         return None
     rules = [
         tuple(d["rect"])
-        for d in page.get_cdrawings()
+        for d in (page.get_cdrawings() if drawings is None else drawings)
         if min(d["rect"][2] - d["rect"][0], d["rect"][3] - d["rect"][1]) < 1.5
         and d["rect"][0] < x1
         and d["rect"][2] > x0
         and y0 - 2 <= d["rect"][1] <= y1 + 2
     ]
-    return grids.grid_from_words(words, tuple(table.bbox), rules)
+    return grids.grid_from_words(level, tuple(table.bbox), rules)
 
 
 def _words(page: Any) -> list[tuple[grids.Word, bool]]:
