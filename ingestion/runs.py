@@ -4,17 +4,40 @@ requeueing of stale runs share these; they import no action, so actions.py may i
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import transaction
 
+from common.storage import local_copy
 from ingestion.models import IngestionRun
+from ingestion.parsers.base import ParseError, parser_for
 from knowledge.models import Document
+
+QUICK_PAGES = 5  # pages (slides, pictures) a document on the quick queue may have
 
 
 def enqueue_run(run: IngestionRun) -> None:
-    """Queue the run's task once the transaction that created it commits."""
+    """Queue the run's task once the transaction that created it commits: a small document's
+    on the quick queue (settings.QUICK_INGEST_BYTES), the rest on the ingest queue."""
     from ingestion.tasks import ingest_document  # tasks imports the pipeline, which imports this
 
-    transaction.on_commit(lambda: ingest_document.delay(run.pk))
+    queue = "quick" if quick(run) else "ingest"
+    transaction.on_commit(lambda: ingest_document.apply_async((run.pk,), queue=queue))
+
+
+def quick(run: IngestionRun) -> bool:
+    """Whether the run is one small document (a note, a photo, a page or two), which a person
+    is waiting to search: at most settings.QUICK_INGEST_BYTES and QUICK_PAGES pages (a text
+    PDF of 60 pages fits in 50 KB; formats that cannot count cheaply count as one)."""
+    document = run.document
+    if run.kind != IngestionRun.Kind.INGEST or document is None or document.size > settings.QUICK_INGEST_BYTES:
+        return False
+    try:
+        parser = parser_for(document.mime)
+        with local_copy(document.file) as path:
+            pages = parser.count(path)
+    except (ParseError, OSError):  # unsupported or gone: the run says why, on either queue
+        return False
+    return (pages or 1) <= QUICK_PAGES
 
 
 def new_ingest_run(document: Document, *, enqueue: bool = True) -> IngestionRun:

@@ -321,7 +321,8 @@ CHANNEL_LAYERS = {
     }
 }
 
-# Celery: queues `ingest` and `default`; beat's schedule is in portal/celery.py.
+# Celery: queues `ingest`, `quick`, `default` and the background worker's; beat's schedule
+# and the routes are in portal/celery.py.
 CELERY_BROKER_URL = celery_redis_url(REDIS_URL)
 CELERY_RESULT_BACKEND = celery_redis_url(REDIS_URL)
 CELERY_TASK_DEFAULT_QUEUE = "default"
@@ -330,6 +331,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_RESULT_EXPIRES = 3600
 WORKER_CONCURRENCY = env_int("PORTAL_WORKER_CONCURRENCY", 1, minimum=1)
+# Files this small (bytes) are ingested on queue `quick`, which a worker of its own takes
+# (manage.py up starts it): a note uploaded while a 250-page manual is being read is
+# searchable in seconds instead of after it. 0: every file waits in `ingest`.
+QUICK_INGEST_BYTES = env_int("PORTAL_QUICK_INGEST_BYTES", 65536, minimum=0)
 
 # Models, one provider per role (providers/config.py lists the variables).
 MODEL_THREADS = env_int("PORTAL_MODEL_THREADS", 2, minimum=1)

@@ -162,9 +162,12 @@ def web_command(host: str, port: int, request_timeout: int | None = None) -> lis
     return [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *timeout, "portal.asgi:application"]
 
 
-# Queues of the portal's workers (portal/celery.py routes the tasks): documents and the rest;
-# memory extraction on a worker of its own, so that an upload never waits behind it.
-WORK_QUEUES = "ingest,default"
+# Queues of the portal's workers (portal/celery.py routes the tasks): documents, small
+# documents (taken by any free worker, and by one of their own so that they never wait behind
+# a long document) and the rest; memory extraction on a worker of its own, so that an upload
+# never waits behind it.
+WORK_QUEUES = "ingest,quick,default"
+QUICK_QUEUE = "quick"
 MEMORY_QUEUE = "memory"
 EVALUATION_QUEUE = "evaluation"
 

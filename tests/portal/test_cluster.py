@@ -45,7 +45,7 @@ from tests.stack import free_port, http_ok, process, wait_for
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
 SECRET_KEY = "the-cluster-test-shares-one-secret-key-on-every-machine"
-QUEUES = "ingest,default,memory"
+QUEUES = "ingest,quick,default,memory"
 
 
 def picture_pdf() -> bytes:

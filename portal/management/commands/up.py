@@ -15,6 +15,7 @@ from portal.services import ServiceError, Services
 from portal.supervisor import (
     EVALUATION_QUEUE,
     MEMORY_QUEUE,
+    QUICK_QUEUE,
     Supervisor,
     beat_command,
     wait_for_http,
@@ -81,6 +82,8 @@ class Command(BaseCommand):
         supervisor.run_once("setup", [python, manage, "models", "--install"])
         supervisor.start("web", web_command(host, port, settings.REQUEST_TIMEOUT))
         supervisor.start("worker", worker_command(f"portal@{socket.gethostname()}", settings.WORKER_CONCURRENCY))
+        if settings.QUICK_INGEST_BYTES:  # small uploads, searchable while a long document is read
+            supervisor.start("quick", worker_command(f"quick@{socket.gethostname()}", 1, QUICK_QUEUE))
         # Work that waits for answers, in one process (it loads the chat model once): memory
         # extraction and evaluations of index versions.
         background = f"{MEMORY_QUEUE},{EVALUATION_QUEUE}" if settings.MEMORY_ENABLED else EVALUATION_QUEUE
