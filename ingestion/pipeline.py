@@ -221,9 +221,19 @@ def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
         "run": run.pk,
         "pages_done": pages,
         "pages_total": run.total,  # None when the format cannot tell before parsing
+        **pace(run, pages),
     }
     send_collection_event_on_commit(run.collection_id, event)
     return True
+
+
+def pace(run: IngestionRun, pages: int) -> dict[str, float | int | None]:
+    """Pages per second since the run started, and the seconds its remaining pages will take
+    at that pace (None while the total is unknown or nothing is done yet)."""
+    elapsed = (timezone.now() - run.started_at).total_seconds() if run.started_at else 0.0
+    rate = pages / elapsed if pages and elapsed > 0 else 0.0
+    left = round((run.total - pages) / rate) if rate and run.total and run.total >= pages else None
+    return {"pages_per_second": round(rate, 2), "seconds_left": left}
 
 
 def _fail(run: IngestionRun, document: Document, message: str, trace: str = "") -> None:

@@ -38,7 +38,7 @@ function handle(event) {
   if (event.document !== undefined) latest.set(event.document, event);
   const row = rows.get(event.document);
   if (event.type === "document.progress") {
-    if (row) row.parsing(event.pages_done, event.pages_total);
+    if (row) row.parsing(event.pages_done, event.pages_total, event.pages_per_second, event.seconds_left);
     updateStatusCell(event.document, "processing");
   } else if (event.type === "document.ready") {
     if (row) row.done(event.pages);
@@ -147,12 +147,17 @@ class UploadRow {
     this.name.replaceChildren(link);
   }
 
-  parsing(done, total) {
+  parsing(done, total, rate, left) {
     if (total) this.total = total;
     if (this.total && done <= this.total) {
       this.bar.max = this.total;
       this.bar.value = done;
-      this.set("parsing", say("parsing", { done, total: this.total }));
+      let text = say("parsing", { done, total: this.total });
+      if (rate && left !== null && left !== undefined && done < this.total) {
+        const time = left >= 90 ? say("minutes", { count: Math.round(left / 60) }) : say("seconds", { count: left });
+        text += ` · ${say("pace", { rate: rate.toFixed(1), left: time })}`;
+      }
+      this.set("parsing", text);
     } else {
       this.bar.removeAttribute("value");
       this.set("parsing", say("parsing_count", { done }));

@@ -295,7 +295,12 @@ def test_a_pdfs_progress_says_how_many_pages_it_has(db, private_collection, embe
     monkeypatch.setattr("ingestion.pipeline.send_collection_event_on_commit", lambda _id, event: sent.append(event))
     _document, run = add(private_collection, "handbook.pdf", handbook_pdf(tmp_path / "h.pdf").read_bytes())
     run_it(run, embedder)
-    progress = [(event["pages_done"], event["pages_total"]) for event in sent if event["type"] == "document.progress"]
-    assert progress == [(1, 2), (2, 2)]
+    events = [event for event in sent if event["type"] == "document.progress"]
+    assert [(event["pages_done"], event["pages_total"]) for event in events] == [(1, 2), (2, 2)]
+    # The pace so far, and the time the pages left will take at it: none after the last.
+    assert all(event["pages_per_second"] > 0 for event in events)
+    assert events[0]["seconds_left"] is not None
+    assert events[0]["seconds_left"] >= 0
+    assert events[-1]["seconds_left"] == 0
     run.refresh_from_db()
     assert run.total == 2
