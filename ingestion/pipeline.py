@@ -5,7 +5,8 @@ them directly. Pages are written by pages.py, chunks and versions by index.py.
 
 A page is valid in a version when its IndexedPage row matches its content hash and all its
 chunks exist there with the version's dims; anything else is deleted and redone. A document
-is searchable in a version only once every page is valid (IndexedDocument).
+is searchable in a version only once every page is valid (IndexedDocument). Pages' chunks
+wait until they fill an embedder batch (index.EMBED_BATCH_CHARS), then embed in one call.
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from django.utils.translation import gettext as _
 
 from common.cancelled import Cancelled
 from common.storage import local_copy
-from ingestion.index import ensure_active_version, index_page, page_valid, target_versions, version_chunk_settings
+from ingestion.index import (
+    EMBED_BATCH_CHARS,
+    DraftedPage,
+    draft_page,
+    ensure_active_version,
+    page_valid,
+    target_versions,
+    version_chunk_settings,
+    write_pages,
+)
 from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
 from ingestion.parsers.base import ParseError, parser_for
@@ -138,6 +148,7 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     profile = current_profile()
     indexed = kept = written = 0
     last_event = 0.0
+    waiting: list[DraftedPage] = []  # drafted, not yet embedded: one embedder call per batch
     # Parsers read a path: in an object store, a temporary copy kept until the last page.
     with _original(document) as original:
         with stage("open"):
@@ -155,13 +166,18 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
             if stale:
                 enriched = enriched_page(page, parsed)
                 for version in stale:
-                    written += index_page(page, enriched, version, embedder, version_chunk_settings(version))
+                    waiting.append(draft_page(page, enriched, version, version_chunk_settings(version)))
                     indexed += 1
+                if sum(item.chars for item in waiting) >= EMBED_BATCH_CHARS:
+                    written += write_pages(waiting, embedder)
+                    waiting = []
             if _progress(run, len(numbers), last_event):
                 last_event = time.monotonic()
             if profile is not None:
                 profile.page_done(parsed.number, time.perf_counter() - started)
             started = time.perf_counter()
+        if waiting:
+            written += write_pages(waiting, embedder)
     _finish_document(document, pending, numbers)
     for version in pending:
         if version.status == IndexVersion.Status.BUILDING:

@@ -19,6 +19,7 @@ class CountingEmbedder:
         self.inner = registry.text_embedder()
         self.model_id = self.inner.model_id
         self.texts = 0
+        self.batches: list[tuple[list[str], list[list[float]]]] = []  # each call's texts and vectors
 
     @property
     def dims(self) -> int:
@@ -26,7 +27,9 @@ class CountingEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         self.texts += len(texts)
-        return self.inner.embed_documents(texts)
+        vectors = self.inner.embed_documents(texts)
+        self.batches.append((list(texts), vectors))
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)

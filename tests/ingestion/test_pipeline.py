@@ -304,3 +304,22 @@ def test_a_pdfs_progress_says_how_many_pages_it_has(db, private_collection, embe
     assert events[-1]["seconds_left"] == 0
     run.refresh_from_db()
     assert run.total == 2
+
+
+def test_it_embeds_several_pages_chunks_in_one_call_each_chunk_its_own_vector(db, private_collection, embedder):
+    from tests.ingestion.test_recovery import long_pdf
+
+    document, run = add(private_collection, "long.pdf", long_pdf(40))
+    result = run_it(run, embedder)
+    assert result is not None
+    assert result.pages == 40
+    # Batches of several pages (ingestion.index.EMBED_BATCH_CHARS), not one call a page nor one for all.
+    assert 2 < len(embedder.batches) < 10
+    chunks = Chunk.objects.filter(document=document)
+    assert chunks.count() == embedder.texts
+    assert IndexedPage.objects.filter(page__document=document).count() == 40
+    vectors = {text: vector for texts, batch in embedder.batches for text, vector in zip(texts, batch, strict=True)}
+    for chunk in chunks.select_related("page"):
+        # Its own text's vector, not a neighbour's shifted into its place.
+        expected = next(vector for text, vector in vectors.items() if text.endswith(chunk.text))
+        assert list(chunk.embedding) == pytest.approx(expected, abs=1e-6)

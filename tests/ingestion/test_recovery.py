@@ -37,7 +37,10 @@ def test_it_recovers_from_a_worker_killed_mid_document(private_collection, tmp_p
     assert run is not None
     log = tmp_path / "worker.log"
     with celery_worker(log) as worker:
-        wait_for(lambda: IngestionRun.objects.get(pk=run.pk).progress >= 3, 120, "a few pages indexed", log)
+        # Pages are written a batch at a time (ingestion.index.EMBED_BATCH_CHARS): wait for written ones.
+        wait_for(
+            lambda: IndexedPage.objects.filter(page__document=document).count() >= 3, 120, "a few pages indexed", log
+        )
         for process in [psutil.Process(worker.pid), *psutil.Process(worker.pid).children(recursive=True)]:
             os.kill(process.pid, signal.SIGKILL)
         worker.wait()
