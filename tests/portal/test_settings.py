@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -47,6 +48,41 @@ def _settings_error(**overrides: str) -> str:
     )
     assert result.returncode != 0, "settings accepted a bad value"
     return result.stderr.strip().splitlines()[-1]
+
+
+SPIN_PROBE = """
+import django, json, os
+django.setup()
+from providers import registry
+before = any("gomp" in line for line in open("/proc/self/maps"))
+registry.text_embedder().embed_query("warm")  # OpenMP reads the variable as it loads, here
+after = any("gomp" in line for line in open("/proc/self/maps"))
+print(json.dumps([os.environ.get("GOMP_SPINCOUNT"), before, after]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, "1000"),
+        ({"PORTAL_MODEL_SPIN_COUNT": "20"}, "20"),
+        ({"GOMP_SPINCOUNT": "5"}, "5"),  # the operator's own choice wins
+        ({"OMP_WAIT_POLICY": "passive"}, None),
+    ],
+)
+def test_the_models_threads_spin_briefly_unless_the_environment_says_otherwise(extra, expected):
+    # The settings set the spin count before a model library loads OpenMP, or it would not apply.
+    environment = {key: value for key, value in os.environ.items() if key not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    result = subprocess.run(
+        [sys.executable, "-c", SPIN_PROBE],
+        cwd=ROOT,
+        env={**environment, "PORTAL_ENV_FILE": os.devnull, **extra},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [expected, False, True]
 
 
 @pytest.mark.parametrize(
