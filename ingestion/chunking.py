@@ -36,6 +36,9 @@ class ChunkDraft:
     image: bytes | None = field(default=None, repr=False)
     t_start: float | None = None  # seconds, for video frames and transcripts
     t_end: float | None = None
+    # What the embedder reads instead of the text with its headings, where that differs: a
+    # table's rows said as sentences without the Markdown that holds the same cells again.
+    embed: str | None = field(default=None, repr=False)
 
     @property
     def location(self) -> dict[str, object]:
@@ -170,7 +173,7 @@ def _table_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
     # Tables may take twice the text size, and three times with their rows' sentences.
     limit = settings.size * (3 if said else 2)
     if len(block.text) + sum(len(s) + 1 for s in said.values()) + 2 <= limit or len(block.cells) <= depth + 1:
-        return [ChunkDraft("table", _with_rows(block.text, list(said.values())), page, block.bbox, path)]
+        return [_table_draft(block.text, list(said.values()), page, block, path)]
     header = block.cells[:depth]
     head = "\n".join([markdown_row(header[0]), "|" + "---|" * len(header[0]), *map(markdown_row, header[1:])])
     drafts: list[ChunkDraft] = []
@@ -181,22 +184,23 @@ def _table_chunks(block: Block, page: int, path: tuple[str, ...], settings: Chun
         line, sentence = markdown_row(block.cells[index]), said.get(index, "")
         grown = len(line) + 1 + (len(sentence) + 1 if sentence else 0)
         if lines and length + grown + 2 > limit:
-            drafts.append(
-                ChunkDraft("table", _with_rows(head + "\n" + "\n".join(lines), sentences), page, block.bbox, path)
-            )
+            drafts.append(_table_draft(head + "\n" + "\n".join(lines), sentences, page, block, path))
             lines, sentences, length = [], [], len(head)
         lines.append(line)
         sentences += [sentence] if sentence else []
         length += grown
     if lines:
-        drafts.append(
-            ChunkDraft("table", _with_rows(head + "\n" + "\n".join(lines), sentences), page, block.bbox, path)
-        )
+        drafts.append(_table_draft(head + "\n" + "\n".join(lines), sentences, page, block, path))
     return drafts
 
 
-def _with_rows(markdown: str, sentences: Sequence[str]) -> str:
-    return markdown + "\n\n" + "\n".join(sentences) if sentences else markdown
+def _table_draft(markdown: str, sentences: Sequence[str], page: int, block: Block, path: tuple[str, ...]) -> ChunkDraft:
+    """The Markdown with its rows' sentences below it, for reading and the lexical channel;
+    the embedder reads the sentences alone: they say every cell with its row and column, so
+    the Markdown would only make it read each cell twice (half of a large sheet's embedding
+    time: bench/README.md, "Ingestion per stage")."""
+    text = markdown + "\n\n" + "\n".join(sentences) if sentences else markdown
+    return ChunkDraft("table", text, page, block.bbox, path, embed="\n".join(sentences) if sentences else None)
 
 
 def split_text(text: str, size: int, overlap: int) -> list[tuple[int, int]]:

@@ -277,4 +277,5 @@ def summarize(text: str) -> str:
 
 def _embedding_text(draft: ChunkDraft) -> str:
     # The headings above a chunk say what it is about; they embed with it.
-    return " > ".join(draft.heading_path) + "\n" + draft.text if draft.heading_path else draft.text
+    text = draft.embed or draft.text
+    return " > ".join(draft.heading_path) + "\n" + text if draft.heading_path else text

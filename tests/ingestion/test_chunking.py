@@ -63,6 +63,12 @@ def test_it_splits_a_long_table_by_rows_repeating_the_header():
     assert all(len(c.text) <= 600 for c in chunks)  # tables with their rows' sentences: three times
     markdown = [c.text.split("\n\n")[0] for c in chunks]  # the row sentences follow a blank line
     assert sum(m.count("\n") - 1 for m in markdown) == 80  # every row once
+    # The embedder reads each cell once: the rows' sentences, not the Markdown as well.
+    for chunk in chunks:
+        sentences = chunk.text.split("\n\n", 1)[1]
+        assert chunk.embed == sentences
+        assert "|" not in sentences
+    assert sum(c.embed.count("\n") + 1 for c in chunks if c.embed) == 80  # "城市7 — 标准: 70", each row once
 
 
 def test_it_gives_the_same_chunk_the_same_hash():
