@@ -17,7 +17,7 @@ import logging
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
 from ingestion.parsers.base import ParseError, parser_for
 from ingestion.runs import enqueue_run, new_ingest_run
-from ingestion.stages import current_profile, profiling, stage
+from ingestion.stages import Profile, current_profile, profiling, stage
 from ingestion.versions import complete_build_if_done
 from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Document, IndexedDocument, IndexVersion, Page
@@ -148,7 +148,7 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     profile = current_profile()
     indexed = kept = written = 0
     last_event = 0.0
-    waiting: list[DraftedPage] = []  # drafted, not yet embedded: one embedder call per batch
+    batch = _Batch()  # drafted pages waiting for the embedder: one call per batch
     # Parsers read a path: in an object store, a temporary copy kept until the last page.
     with _original(document) as original:
         with stage("open"):
@@ -163,26 +163,51 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
                 stale = [version for version in pending if not page_valid(page, version)]
             numbers.append(parsed.number)
             kept += len(pending) - len(stale)
+            drafted = []
             if stale:
                 enriched = enriched_page(page, parsed)
-                for version in stale:
-                    waiting.append(draft_page(page, enriched, version, version_chunk_settings(version)))
-                    indexed += 1
-                if sum(item.chars for item in waiting) >= EMBED_BATCH_CHARS:
-                    written += write_pages(waiting, embedder)
-                    waiting = []
+                drafted = [draft_page(page, enriched, version, version_chunk_settings(version)) for version in stale]
+                indexed += len(drafted)
+            batch.add(parsed.number, time.perf_counter() - started, drafted)
+            if batch.chars >= EMBED_BATCH_CHARS:
+                written += batch.write(embedder, profile)
             if _progress(run, len(numbers), last_event):
                 last_event = time.monotonic()
-            if profile is not None:
-                profile.page_done(parsed.number, time.perf_counter() - started)
             started = time.perf_counter()
-        if waiting:
-            written += write_pages(waiting, embedder)
+        written += batch.write(embedder, profile)
     _finish_document(document, pending, numbers)
     for version in pending:
         if version.status == IndexVersion.Status.BUILDING:
             complete_build_if_done(version)
     return IngestResult(pages=len(numbers), pages_indexed=indexed, pages_kept=kept, chunks_written=written)
+
+
+@dataclass
+class _Batch:
+    """Drafted pages waiting for the embedder (index.EMBED_BATCH_CHARS), with each page's own
+    seconds so far: in the profile a page takes its share of the batch's embedding, by its
+    characters, instead of the whole batch falling on the page that filled it."""
+
+    drafted: list[DraftedPage] = field(default_factory=list)
+    pages: list[tuple[int, float, int]] = field(default_factory=list)  # (number, seconds, characters)
+
+    @property
+    def chars(self) -> int:
+        return sum(chars for _number, _seconds, chars in self.pages)
+
+    def add(self, number: int, seconds: float, drafted: list[DraftedPage]) -> None:
+        self.drafted += drafted
+        self.pages.append((number, seconds, sum(item.chars for item in drafted)))
+
+    def write(self, embedder: TextEmbedder, profile: Profile | None) -> int:
+        started = time.perf_counter()
+        written = write_pages(self.drafted, embedder) if self.drafted else 0
+        spent, chars = time.perf_counter() - started, self.chars
+        if profile is not None:
+            for number, seconds, own in self.pages:
+                profile.page_done(number, seconds + spent * (own / chars if chars else 1 / len(self.pages)))
+        self.drafted, self.pages = [], []
+        return written
 
 
 @contextlib.contextmanager

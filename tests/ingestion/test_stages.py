@@ -75,3 +75,32 @@ def test_a_failed_run_keeps_its_profile(db, private_collection, embedder):
     run.refresh_from_db()
     assert run.status == "failed"
     assert "open" in run.stages["seconds"]
+
+
+def test_a_page_takes_its_share_of_its_batchs_embedding_by_characters(monkeypatch):
+    from ingestion.chunking import ChunkDraft
+    from ingestion.index import DraftedPage
+    from ingestion.pipeline import _Batch
+
+    def slow_write(drafted, _embedder):  # the batch's embedding and writing: 0.4 s
+        time.sleep(0.4)
+        return len(drafted)
+
+    monkeypatch.setattr("ingestion.pipeline.write_pages", slow_write)
+
+    def drafted(chars: int) -> list[DraftedPage]:
+        return [DraftedPage(None, None, [ChunkDraft("text", "x" * chars, 1, None, ())])]  # type: ignore[arg-type]
+
+    batch = _Batch()
+    batch.add(1, 0.1, drafted(3000))
+    batch.add(2, 0.3, [])  # kept: nothing to embed
+    batch.add(3, 0.1, drafted(1000))
+    with profiling() as profile:
+        recorded: list[tuple[int, float]] = []
+        monkeypatch.setattr(profile, "page_done", lambda number, seconds: recorded.append((number, seconds)))
+        assert batch.write(object(), profile) == 2  # type: ignore[arg-type]
+    times = dict(recorded)
+    assert 0.1 + 0.4 * 0.75 <= times[1] < 0.1 + 0.4 * 0.75 + 0.1
+    assert times[2] == pytest.approx(0.3)
+    assert 0.1 + 0.4 * 0.25 <= times[3] < 0.1 + 0.4 * 0.25 + 0.1
+    assert (batch.drafted, batch.pages) == ([], [])
