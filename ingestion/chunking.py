@@ -199,8 +199,9 @@ def _table_draft(markdown: str, sentences: Sequence[str], page: int, block: Bloc
     the embedder reads the sentences alone: they say every cell with its row and column, so
     the Markdown would only make it read each cell twice (half of a large sheet's embedding
     time: bench/README.md, "Ingestion per stage")."""
-    text = markdown + "\n\n" + "\n".join(sentences) if sentences else markdown
-    return ChunkDraft("table", text, page, block.bbox, path, embed="\n".join(sentences) if sentences else None)
+    said = "\n".join(sentences)
+    text = markdown + "\n\n" + said if sentences else markdown
+    return ChunkDraft("table", text, page, block.bbox, path, embed=said or None)
 
 
 def split_text(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
