@@ -4,6 +4,8 @@ bench/results/ingest.json and bench/results/ingest.png.
     DATABASE_URL=... .venv/bin/python bench/ingest.py     # about 3-5 minutes on 2 cores
     DATABASE_URL=... .venv/bin/python bench/ingest.py --storage s3   # text-PDF throughput,
         # local disk against an S3 store (a moto server it starts): bench/results/ingest-s3.json
+    DATABASE_URL=... .venv/bin/python bench/ingest.py --first-page FILE.pdf [--to-end]
+        # seconds from upload to its first page searchable: bench/results/ingest-first-page.json
 
 Uses the configured database (run `manage.py migrate` first) in a collection of its own,
 deleted at the end, and the configured embedder (local by default). Targets from issue 4:
@@ -310,6 +312,72 @@ def profile_set(folder: Path, pages: int) -> dict[str, Any]:
     }
 
 
+def first_page(path: Path, to_end: bool) -> dict[str, Any]:
+    """One long PDF uploaded and ingested as a worker does (in a thread of this process, the
+    embedder already loaded), while this thread searches as its owner would, every 0.25 s,
+    for the longest line of its first page with text (a cover is often a picture): seconds
+    from the upload to the first time that page is among the hits, and (`to_end`) to the
+    whole document ready; else the run is cancelled once the page is found."""
+    import threading
+
+    import pymupdf
+
+    from assistant.retrieval.search import search
+    from ingestion.actions import do_add_document, do_cancel_run
+    from ingestion.pipeline import claim, ingest_document
+    from providers import registry
+
+    with pymupdf.open(path) as pdf:
+        pages = pdf.page_count
+        number, text = next((n + 1, page.get_text()) for n, page in enumerate(pdf) if len(page.get_text()) >= 80)
+    query = max(text.splitlines(), key=len)[:200]
+    registry.text_embedder().embed_query("warm up")
+    target = collection("bench first page")
+    user = target.owner_user
+    search(user, "warm up", k=5, rerank=False)
+    started = time.perf_counter()
+    document, run = do_add_document(target, path.name, path.read_bytes(), enqueue=False)
+    assert run is not None
+
+    def work() -> None:
+        from django.db import connection
+
+        assert claim(run)
+        ingest_document(run, registry.text_embedder())
+        connection.close()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    found = None
+    while worker.is_alive() and found is None:
+        hits = search(user, query, k=10, rerank=False).hits
+        if any(hit.document_id == document.pk and hit.page_number == number for hit in hits):
+            found = time.perf_counter() - started
+            print(f"page {number} of {path.name} found after {found:.1f} s", flush=True)
+            if not to_end:
+                do_cancel_run(run)
+        else:
+            time.sleep(0.25)
+    worker.join()
+    whole = time.perf_counter() - started
+    run.refresh_from_db()
+    print(f"run {run.status} after {whole:.1f} s ({run.progress} of {pages} pages)", flush=True)
+    target.delete()
+    from bench.common import cpu
+
+    return {
+        "cpu": cpu(),
+        "file": path.name,
+        "pages": pages,
+        "page": number,
+        "query": query,
+        "first_page_searchable_s": round(found, 2) if found is not None else None,
+        "run": run.status,
+        "pages_done": run.progress,
+        "seconds": round(whole, 1),
+    }
+
+
 def plot_profile(profile: dict[str, Any], path: Path) -> None:
     """Seconds per unit of each format, stacked by stage."""
     import matplotlib
@@ -393,6 +461,16 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--pdf-pages", type=int, default=24, help="with --profile: each PDF cut to this many pages (0: whole)"
     )
+    parser.add_argument(
+        "--first-page",
+        type=Path,
+        metavar="PDF",
+        help="seconds from uploading PDF to its first page among a search's hits, while the rest is "
+        "indexed: bench/results/ingest-first-page.json",
+    )
+    parser.add_argument(
+        "--to-end", action="store_true", help="with --first-page: index the whole PDF (else stop once found)"
+    )
     parser.add_argument("--child-rss", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -405,6 +483,11 @@ def main() -> None:
     setup()
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
+    if args.first_page:
+        figures = first_page(args.first_page, args.to_end)
+        (out / "ingest-first-page.json").write_text(json.dumps(figures, indent=2))
+        print(json.dumps(figures, indent=1))
+        return
     if args.profile:
         profiled = {"set": profile_set(args.profile, args.pdf_pages), "text_pdf": throughput(100)}
         (out / "ingest-profile.json").write_text(json.dumps(profiled, indent=2))

@@ -152,6 +152,11 @@ is busy (an answer, the quick worker) the model's two threads wait on each other
 layer and call, and a dozen texts a call cost 29 % less each than one (bench/README.md,
 "Ingestion per stage"). Larger batches delay a page's search for little more."""
 
+EMBED_BATCH_SECONDS = 2.0
+"""Nor do chunks wait longer than this from their page's end: pages slow to parse (OCR,
+tables, pictures) fill a batch slowly, and a batch's pages become searchable only once it is
+written. Such pages spend seconds each elsewhere, so the smaller call costs them little."""
+
 
 @dataclass
 class DraftedPage:

@@ -5,8 +5,12 @@ them directly. Pages are written by pages.py, chunks and versions by index.py.
 
 A page is valid in a version when its IndexedPage row matches its content hash and all its
 chunks exist there with the version's dims; anything else is deleted and redone. A document
-is searchable in a version only once every page is valid (IndexedDocument). Pages' chunks
-wait until they fill an embedder batch (index.EMBED_BATCH_CHARS), then embed in one call.
+is whole in a version once every page is valid there (IndexedDocument). Pages' chunks wait
+until they fill an embedder batch (index.EMBED_BATCH_CHARS) or have waited for
+EMBED_BATCH_SECONDS, then embed in one call, and the batch's pages become searchable at once
+(stats.add_pages): a long manual answers about its first chapter while the rest is parsed.
+The first page is a batch of its own, so that a new document is searchable within seconds
+of its worker taking it.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from django.utils.translation import gettext as _
 
 from common.cancelled import Cancelled
 from common.storage import local_copy
+from ingestion import stats
 from ingestion.index import (
     EMBED_BATCH_CHARS,
+    EMBED_BATCH_SECONDS,
     DraftedPage,
     draft_page,
     ensure_active_version,
@@ -90,6 +96,7 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
             finally:  # a failed or cancelled run keeps its profile too
                 IngestionRun.objects.filter(pk=run.pk).update(stages=profile.as_json())
     except Cancelled:  # the run's cancel_requested was set: it stopped between pages
+        stats.withdraw_unfinished(document.pk)
         _finish(run, IngestionRun.Status.CANCELLED, error=_("Cancelled before the end; run it again to finish."))
         return None
     except (ParseError, ProviderError) as exc:
@@ -140,15 +147,18 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
         pages = document.pages.count()
         return IngestResult(pages=pages, pages_indexed=0, pages_kept=pages, chunks_written=0)
     parser = parser_for(document.mime)
-    # Unsearchable in the pending versions until every page is valid there again.
+    # Unsearchable in the pending versions until its pages are valid there again, batch by
+    # batch; a run that stopped half-way left some searchable without an IndexedDocument.
     IndexedDocument.objects.filter(document=document, index_version__in=pending).delete()
+    for version in pending:
+        stats.add_document(version.pk, document.pk, -1)
     if collection.active_version_id in {version.pk for version in pending}:
         Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     numbers: list[int] = []
     profile = current_profile()
     indexed = kept = written = 0
     last_event = 0.0
-    batch = _Batch()  # drafted pages waiting for the embedder: one call per batch
+    batch = _Batch(pending)  # drafted pages waiting for the embedder: one call per batch
     # Parsers read a path: in an object store, a temporary copy kept until the last page.
     with _original(document) as original:
         with stage("open"):
@@ -168,8 +178,8 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
                 enriched = enriched_page(page, parsed)
                 drafted = [draft_page(page, enriched, version, version_chunk_settings(version)) for version in stale]
                 indexed += len(drafted)
-            batch.add(parsed.number, time.perf_counter() - started, drafted)
-            if batch.chars >= EMBED_BATCH_CHARS:
+            batch.add(page, time.perf_counter() - started, drafted)
+            if batch.chars >= EMBED_BATCH_CHARS or batch.waited() >= EMBED_BATCH_SECONDS or len(numbers) == 1:
                 written += batch.write(embedder, profile)
             if _progress(run, len(numbers), last_event):
                 last_event = time.monotonic()
@@ -184,28 +194,43 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
 
 @dataclass
 class _Batch:
-    """Drafted pages waiting for the embedder (index.EMBED_BATCH_CHARS), with each page's own
-    seconds so far: in the profile a page takes its share of the batch's embedding, by its
-    characters, instead of the whole batch falling on the page that filled it."""
+    """Pages waiting for the embedder (index.EMBED_BATCH_CHARS) with their drafted chunks and
+    each page's own seconds so far: in the profile a page takes its share of the batch's
+    embedding, by its characters, instead of the whole batch falling on the page that filled
+    it. Once written, every page of the batch (drafted or kept) is valid in the versions, and
+    searchable there."""
 
+    versions: list[IndexVersion]
     drafted: list[DraftedPage] = field(default_factory=list)
-    pages: list[tuple[int, float, int]] = field(default_factory=list)  # (number, seconds, characters)
+    pages: list[tuple[Page, float, int]] = field(default_factory=list)  # (page, seconds, characters)
+    since: float = 0.0  # when its first page was added (time.monotonic)
 
     @property
     def chars(self) -> int:
         return sum(chars for _number, _seconds, chars in self.pages)
 
-    def add(self, number: int, seconds: float, drafted: list[DraftedPage]) -> None:
+    def waited(self) -> float:
+        """Seconds since its first page was done."""
+        return time.monotonic() - self.since if self.pages else 0.0
+
+    def add(self, page: Page, seconds: float, drafted: list[DraftedPage]) -> None:
+        if not self.pages:
+            self.since = time.monotonic()
         self.drafted += drafted
-        self.pages.append((number, seconds, sum(item.chars for item in drafted)))
+        self.pages.append((page, seconds, sum(item.chars for item in drafted)))
 
     def write(self, embedder: TextEmbedder, profile: Profile | None) -> int:
+        if not self.pages:
+            return 0
         started = time.perf_counter()
         written = write_pages(self.drafted, embedder) if self.drafted else 0
+        with stage("database"):
+            for version in self.versions:
+                stats.add_pages(version.pk, self.pages[0][0].document_id, [page.pk for page, _s, _c in self.pages])
         spent, chars = time.perf_counter() - started, self.chars
         if profile is not None:
-            for number, seconds, own in self.pages:
-                profile.page_done(number, seconds + spent * (own / chars if chars else 1 / len(self.pages)))
+            for page, seconds, own in self.pages:
+                profile.page_done(page.number, seconds + spent * (own / chars if chars else 1 / len(self.pages)))
         self.drafted, self.pages = [], []
         return written
 
@@ -278,6 +303,7 @@ def pace(run: IngestionRun, pages: int) -> dict[str, float | int | None]:
 
 
 def _fail(run: IngestionRun, document: Document, message: str, trace: str = "") -> None:
+    stats.withdraw_unfinished(document.pk)
     Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=message)
     _finish(run, IngestionRun.Status.FAILED, error=message, trace=trace)
     send_collection_event_on_commit(

@@ -137,7 +137,8 @@ class Chunk(models.Model):
     embedding = VectorField(_("embedding"), null=True)
     image_embedding = VectorField(_("image embedding"), null=True)  # image and frame chunks
     weight = models.FloatField(_("weight"), default=1.0)
-    # True while its document is searchable in its version (an IndexedDocument row exists):
+    # True while its page is searchable in its version: from the batch that wrote it while its
+    # document is indexed, and while the document is whole there (an IndexedDocument row);
     # kept by ingestion/stats.py, so searches and the HNSW indexes need no join.
     searchable = models.BooleanField(_("searchable"), default=False)
     content_sha256 = models.CharField(max_length=64)
@@ -173,8 +174,8 @@ class IndexedPage(models.Model):
 
 
 class IndexedDocument(models.Model):
-    """A document searchable in one index version: every page of this file content is indexed.
-    Retrieval reads only chunks of documents listed here (no half-indexed files)."""
+    """A document whole in one index version: every page of this file content is indexed.
+    While it is indexed, only the pages written so far are searchable (Chunk.searchable)."""
 
     index_version = models.ForeignKey("knowledge.IndexVersion", on_delete=models.CASCADE, related_name="+")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="indexed")

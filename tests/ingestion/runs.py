@@ -1,14 +1,16 @@
 """Ingestion runs done in the test process, as a worker would do them: a counting wrapper
-around the real local embedder, adding a document, running one run, draining the queue."""
+around the real local embedder, adding a document, running one run, draining the queue; and
+a version's BM25 statistics as kept and as counted again from scratch."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from ingestion import actions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import claim, ingest_document
-from knowledge.models import Collection, Document
+from knowledge.models import Chunk, Collection, Document, IndexVersion, TermStat
 from providers import registry
 
 
@@ -57,3 +59,18 @@ def drain(collection: Collection | None = None) -> None:
     for run in queued:
         assert claim(run)
         ingest_document(run, registry.text_embedder())
+
+
+def recounted(version_id: int) -> tuple[int, int, dict[str, int]]:
+    """The BM25 statistics counted again from scratch over the version's searchable chunks."""
+    chunks = Chunk.objects.filter(index_version_id=version_id, searchable=True)
+    df: Counter[str] = Counter()
+    for terms in chunks.values_list("terms", flat=True):
+        df.update(terms.keys())
+    return chunks.count(), sum(chunks.values_list("length", flat=True)), dict(df)
+
+
+def kept_statistics(version_id: int) -> tuple[int, int, dict[str, int]]:
+    version = IndexVersion.objects.get(pk=version_id)
+    df = dict(TermStat.objects.filter(index_version_id=version_id, df__gt=0).values_list("term", "df"))
+    return version.chunk_count, version.total_length, df

@@ -16,7 +16,7 @@ from knowledge.renders import ensure_render
 from tests.ingestion import media_files
 from tests.ingestion.files import POLICY, ZERO_PAGE_PDF, handbook_pdf
 from tests.ingestion.image_files import photo_jpeg
-from tests.ingestion.runs import add, run_it
+from tests.ingestion.runs import CountingEmbedder, add, kept_statistics, recounted, run_it
 
 pytestmark = pytest.mark.usefixtures("media")
 
@@ -323,3 +323,129 @@ def test_it_embeds_several_pages_chunks_in_one_call_each_chunk_its_own_vector(db
         # Its own text's vector, not a neighbour's shifted into its place.
         expected = next(vector for text, vector in vectors.items() if text.endswith(chunk.text))
         assert list(chunk.embedding) == pytest.approx(expected, abs=1e-6)
+
+
+class WatchingEmbedder(CountingEmbedder):
+    """The real embedder, which before each call searches as alice would and notes which
+    pages of the document answer, and what the document's status is then; `stop_at`: the
+    call at which it asks the run to cancel."""
+
+    def __init__(self, user, document, stop_at: int | None = None) -> None:
+        super().__init__()
+        self.user, self.document, self.stop_at = user, document, stop_at
+        self.seen: list[tuple[str, set[int]]] = []
+
+    def embed_documents(self, texts):
+        from assistant.retrieval.search import search
+
+        found = search(self.user, "Chapter 1. Rule 1 says travel costs", k=5, rerank=False)
+        status = Document.objects.get(pk=self.document.pk).status
+        self.seen.append((status, {hit.page_number for hit in found.hits if hit.document_id == self.document.pk}))
+        if self.stop_at is not None and len(self.batches) + 1 == self.stop_at:
+            IngestionRun.objects.filter(document=self.document).update(cancel_requested=True)
+        return super().embed_documents(texts)
+
+
+def test_a_long_documents_first_pages_are_searchable_while_the_rest_is_indexed(db, alice, private_collection):
+    from tests.ingestion.test_recovery import long_pdf
+
+    document, run = add(private_collection, "long.pdf", long_pdf(40))
+    watching = WatchingEmbedder(alice, document)
+    assert run_it(run, watching) is not None
+    # Nothing before the first call; the first page is a batch of its own, searchable from the
+    # second call on, while the document is still being indexed.
+    assert watching.seen[0] == ("processing", set())
+    assert len(watching.seen) > 3
+    assert all(status == "processing" and 1 in pages for status, pages in watching.seen[1:])
+    assert len(watching.batches[0][0]) == Chunk.objects.filter(document=document, page__number=1).count()
+    private_collection.refresh_from_db()
+    version_id = private_collection.active_version_id
+    assert kept_statistics(version_id) == recounted(version_id)
+    assert Chunk.objects.filter(document=document).exclude(searchable=True).count() == 0
+
+
+def test_a_cancelled_run_takes_its_written_pages_out_of_search(db, alice, private_collection):
+    from tests.ingestion.test_recovery import long_pdf
+
+    document, run = add(private_collection, "long.pdf", long_pdf(40))
+    watching = WatchingEmbedder(alice, document, stop_at=3)
+    assert run_it(run, watching) is None
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert 1 in watching.seen[-1][1]  # searchable until it stopped
+    assert IndexedPage.objects.filter(page__document=document).exists()  # kept for the next run
+    assert not Chunk.objects.filter(document=document, searchable=True).exists()
+    private_collection.refresh_from_db()
+    version_id = private_collection.active_version_id
+    assert kept_statistics(version_id) == recounted(version_id) == (0, 0, {})
+
+    # The next run keeps those pages, makes them searchable again, and counts nothing twice.
+    kept = IndexedPage.objects.filter(page__document=document).count()
+    result = run_it(actions.do_rerun_document(document, enqueue=False), CountingEmbedder())
+    assert result is not None
+    assert result.pages_kept == kept
+    assert not Chunk.objects.filter(document=document, searchable=False).exists()
+    assert kept_statistics(version_id) == recounted(version_id)
+
+
+def test_statistics_stay_exact_when_a_half_indexed_document_is_run_again_or_deleted(db, private_collection):
+    """A run whose worker died leaves its written pages searchable and counted; the next run
+    counts them out first and in again as it writes, and deleting the document counts out
+    whatever is searchable, whole or not."""
+    from ingestion import stats
+    from knowledge.actions import do_delete_document
+    from knowledge.models import Page
+    from tests.ingestion.test_recovery import long_pdf
+
+    class Died(BaseException):
+        pass
+
+    class DyingEmbedder(CountingEmbedder):
+        def embed_documents(self, texts):
+            if len(self.batches) == 3:
+                raise Died
+            return super().embed_documents(texts)
+
+    document, run = add(private_collection, "long.pdf", long_pdf(40))
+    other, other_run = add(private_collection, "other.pdf", long_pdf(3))
+    assert run_it(other_run, CountingEmbedder()) is not None
+    with pytest.raises(Died):
+        run_it(run, DyingEmbedder())
+    private_collection.refresh_from_db()
+    version_id = private_collection.active_version_id
+    written = Chunk.objects.filter(document=document, searchable=True).values_list("page__number", flat=True)
+    assert 1 in written
+    assert len(set(written)) < 40
+    assert kept_statistics(version_id) == recounted(version_id)
+
+    assert run_it(actions.do_rerun_document(document, enqueue=False), CountingEmbedder()) is not None
+    assert kept_statistics(version_id) == recounted(version_id)
+    whole = recounted(version_id)
+
+    # Half-indexed again (a page made searchable by hand, its document not whole), then deleted.
+    IndexedDocument.objects.filter(document=document).delete()
+    first_two = Page.objects.filter(document=document, number__lte=2).values_list("pk", flat=True)
+    stats.add_pages(version_id, document.pk, list(first_two))
+    assert 0 < recounted(version_id)[0] < whole[0]
+    assert kept_statistics(version_id) == recounted(version_id)
+    do_delete_document(document)
+    assert kept_statistics(version_id) == recounted(version_id)
+    assert recounted(version_id)[0] == Chunk.objects.filter(document=other).count()
+
+
+@pytest.mark.parametrize(
+    ("chars", "seconds", "calls"),
+    [
+        (10**9, 3600.0, 2),  # the first page alone, then the other nine together at the end
+        (10**9, 0.0, 10),  # pages slow to parse: each written once it has waited long enough
+    ],
+)
+def test_a_batch_is_written_when_full_or_when_its_first_page_has_waited(
+    db, private_collection, embedder, tmp_path, monkeypatch, chars, seconds, calls
+):
+    monkeypatch.setattr("ingestion.pipeline.EMBED_BATCH_CHARS", chars)
+    monkeypatch.setattr("ingestion.pipeline.EMBED_BATCH_SECONDS", seconds)
+    document, run = add(private_collection, "rules.pdf", ten_pages(tmp_path / "a.pdf").read_bytes())
+    assert run_it(run, embedder) is not None
+    assert len(embedder.batches) == calls
+    assert not Chunk.objects.filter(document=document, searchable=False).exists()

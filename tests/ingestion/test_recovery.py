@@ -1,5 +1,6 @@
-"""A worker killed mid-document: the document stays unsearchable, the stale run is noticed,
-and the run queued again completes it, keeping the pages already done."""
+"""A worker killed mid-document: only the pages it wrote are searchable, the stale run is
+noticed, and the run queued again completes it, keeping the pages already done and counting
+none twice."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from django.utils import timezone
 from ingestion import actions
 from ingestion.models import IngestionRun
 from ingestion.pipeline import requeue_stale_runs
-from knowledge.models import Document, IndexedDocument, IndexedPage
+from knowledge.models import Chunk, Document, IndexedDocument, IndexedPage
 from tests.conftest import celery_worker, wait_for
+from tests.ingestion.runs import kept_statistics, recounted
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 
@@ -47,7 +49,11 @@ def test_it_recovers_from_a_worker_killed_mid_document(private_collection, tmp_p
     run.refresh_from_db()
     assert run.status == "running"
     assert 3 <= run.progress < 60
-    assert not IndexedDocument.objects.filter(document=document).exists()  # never half-visible
+    assert not IndexedDocument.objects.filter(document=document).exists()  # not whole
+    # The pages written before the kill stay searchable, and only those.
+    searchable = set(Chunk.objects.filter(document=document, searchable=True).values_list("page__number", flat=True))
+    assert 1 in searchable
+    assert len(searchable) < 60
     done_before = IndexedPage.objects.filter(page__document=document).count()
     assert done_before >= 3
 
@@ -69,6 +75,8 @@ def test_it_recovers_from_a_worker_killed_mid_document(private_collection, tmp_p
     assert Document.objects.get(pk=document.pk).status == "ready"
     assert again.counts["pages_kept"] >= done_before  # finished pages were not embedded again
     assert IndexedDocument.objects.filter(document=document).exists()
+    private_collection.refresh_from_db()
+    assert kept_statistics(private_collection.active_version_id) == recounted(private_collection.active_version_id)
 
 
 def test_it_leaves_live_runs_alone(private_collection):

@@ -91,10 +91,12 @@ def test_a_page_takes_its_share_of_its_batchs_embedding_by_characters(monkeypatc
     def drafted(chars: int) -> list[DraftedPage]:
         return [DraftedPage(None, None, [ChunkDraft("text", "x" * chars, 1, None, ())])]  # type: ignore[arg-type]
 
-    batch = _Batch()
-    batch.add(1, 0.1, drafted(3000))
-    batch.add(2, 0.3, [])  # kept: nothing to embed
-    batch.add(3, 0.1, drafted(1000))
+    from knowledge.models import Page
+
+    batch = _Batch([])  # no versions: nothing is marked searchable (no database here)
+    batch.add(Page(number=1), 0.1, drafted(3000))
+    batch.add(Page(number=2), 0.3, [])  # kept: nothing to embed
+    batch.add(Page(number=3), 0.1, drafted(1000))
     with profiling() as profile:
         recorded: list[tuple[int, float]] = []
         monkeypatch.setattr(profile, "page_done", lambda number, seconds: recorded.append((number, seconds)))
