@@ -4,6 +4,8 @@ bench/results/ingest.json and bench/results/ingest.png.
     DATABASE_URL=... .venv/bin/python bench/ingest.py     # about 3-5 minutes on 2 cores
     DATABASE_URL=... .venv/bin/python bench/ingest.py --storage s3   # text-PDF throughput,
         # local disk against an S3 store (a moto server it starts): bench/results/ingest-s3.json
+    DATABASE_URL=... .venv/bin/python bench/ingest.py --layouts eval/files --pdf-pages 6
+        # one worker with 2 model threads against two with 1: bench/results/ingest-layouts.json
     DATABASE_URL=... .venv/bin/python bench/ingest.py --first-page FILE.pdf [--to-end]
         # seconds from upload to its first page searchable: bench/results/ingest-first-page.json
 
@@ -378,6 +380,106 @@ def first_page(path: Path, to_end: bool) -> dict[str, Any]:
     }
 
 
+def share(folder: Path, workers: int) -> list[list[Path]]:
+    """The folder's files split into `workers` shares of about equal work, by each file's
+    seconds in the last profile (bench/results/ingest-profile.json; by size where absent),
+    largest first onto the least loaded share: what the ingest queue does with several
+    workers taking one document each."""
+    profiled = ROOT / "bench" / "results" / "ingest-profile.json"
+    known: dict[str, float] = {}
+    if profiled.exists():
+        known = {row["file"]: row["seconds"] for row in json.loads(profiled.read_text())["set"]["files"]}
+    paths = sorted(p for p in folder.rglob("*") if p.suffix.lower() in FORMATS)
+
+    def cost(path: Path) -> float:
+        return known.get(f"{path.parent.name}/{path.name}", path.stat().st_size / 100_000)
+
+    shares: list[list[Path]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for path in sorted(paths, key=cost, reverse=True):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(path)
+        loads[lightest] += cost(path)
+    return shares
+
+
+def layouts(folder: Path, pages: int, tried: list[tuple[int, int]]) -> dict[str, Any]:
+    """The same files ingested by W worker processes with T model threads each (W x T = the
+    machine's cores): wall seconds from the moment every worker is loaded and ready to the
+    last file done, and each worker's peak memory. The cache of pictures' OCR and descriptions
+    is emptied before each layout, so that neither finds the other's work."""
+    from ingestion.models import DerivedText
+
+    results: dict[str, Any] = {}
+    for workers, threads in tried:
+        DerivedText.objects.all().delete()
+        target = collection(f"bench layout {workers}x{threads}")
+        children = []
+        for files in share(folder, workers):
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as listing:
+                json.dump({"collection": target.pk, "pages": pages, "files": [str(p) for p in files]}, listing)
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, __file__, "--child-share", listing.name],
+                    env={**os.environ, "PORTAL_MODEL_THREADS": str(threads)},
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for child in children:  # each has loaded its models and ingested a warm-up file
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        started = time.perf_counter()
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.close()
+        reports = []
+        for child in children:
+            assert child.stdout is not None
+            reports.append(json.loads(child.stdout.read()))
+            child.wait()
+        wall = time.perf_counter() - started
+        units = sum(report["units"] for report in reports)
+        results[f"{workers}x{threads}"] = {
+            "workers": workers,
+            "threads": threads,
+            "seconds": round(wall, 1),
+            "units": units,
+            "units_per_second": round(units / wall, 3),
+            "busy_seconds": [report["seconds"] for report in reports],
+            "peak_rss_mb": [report["peak_rss_mb"] for report in reports],
+        }
+        print(json.dumps({f"{workers}x{threads}": results[f"{workers}x{threads}"]}), flush=True)
+        target.delete()
+    from bench.common import cpu
+
+    return {"cpu": cpu(), "pages_per_pdf": pages, "layouts": results}
+
+
+def child_share(listing: Path) -> None:
+    """One worker of `layouts`: load, say ready, wait for go, ingest its files, report."""
+    from knowledge.models import Collection
+    from providers import registry
+
+    job = json.loads(listing.read_text())
+    target = Collection.objects.get(pk=job["collection"])
+    registry.text_embedder().embed_query("warm up")
+    ingest_inline(target, f"warm-{os.getpid()}.md", b"# warm\n\nup")
+    print("ready", flush=True)
+    sys.stdin.readline()
+    started = time.perf_counter()
+    units = 0
+    for name in job["files"]:
+        path = Path(name)
+        data = sampled_pdf(path, job["pages"]) if path.suffix.lower() == ".pdf" else path.read_bytes()
+        ingest_inline(target, f"{path.parent.name}/{path.name}", data)
+        units += target.documents.get(rel_path=f"{path.parent.name}/{path.name}").page_count
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"units": units, "seconds": round(time.perf_counter() - started, 1), "peak_rss_mb": round(peak)}))
+
+
 def plot_profile(profile: dict[str, Any], path: Path) -> None:
     """Seconds per unit of each format, stacked by stage."""
     import matplotlib
@@ -471,7 +573,15 @@ def arguments() -> argparse.Namespace:
     parser.add_argument(
         "--to-end", action="store_true", help="with --first-page: index the whole PDF (else stop once found)"
     )
+    parser.add_argument(
+        "--layouts",
+        type=Path,
+        metavar="FOLDER",
+        help="the files in FOLDER (PDFs cut to --pdf-pages) ingested by one worker with 2 model threads "
+        "and by two workers with 1 each: bench/results/ingest-layouts.json",
+    )
     parser.add_argument("--child-rss", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-share", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -481,8 +591,15 @@ def main() -> None:
         child_rss()
         return
     setup()
+    if args.child_share:
+        child_share(args.child_share)
+        return
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
+    if args.layouts:
+        figures = layouts(args.layouts, args.pdf_pages, [(1, 2), (2, 1)])
+        (out / "ingest-layouts.json").write_text(json.dumps(figures, indent=2))
+        return
     if args.first_page:
         figures = first_page(args.first_page, args.to_end)
         (out / "ingest-first-page.json").write_text(json.dumps(figures, indent=2))
