@@ -7,6 +7,8 @@ can read another's local files. What one machine stores, the others serve:
   byte range), its page render (a citation's thumbnail) and its picture; nothing is written
   under any process's MEDIA_ROOT;
 - a memory written by a worker is listed, with its history, through web A;
+- two long PDFs are read at once, one by each worker, and one's first page is found through
+  web B while its worker is still reading it;
 - a worker killed mid-document leaves the other to finish it (the stale run requeued);
 - an original deleted behind the portal's back is a readable 404 on web B, not a 500.
 
@@ -84,6 +86,20 @@ def machine(name: str, root: Path, s3: dict[str, str]) -> Iterator[dict[str, str
 def get(port: int, path: str, key: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Token {key}", **headers}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def post(port: int, path: str, key: str, payload: Mapping[str, object]) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(payload).encode(),
+        method="POST",
+        headers={"Authorization": f"Token {key}", "Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
@@ -204,7 +220,31 @@ def test_two_webs_and_two_workers_share_files_memory_and_work(alice, private_col
         for name, env in envs.items():
             assert not (Path(env["MEM0_DIR"]) / "history.db").exists(), name
 
-        # 3. A worker killed mid-document: the other finishes it.
+        # 3. A large upload split by document: each worker reads one, and the first pages of
+        # one are found through B while its worker is still reading it.
+        reading_a = upload(a, key, private_collection.pk, "rules-a.pdf", long_pdf(80))
+        reading_b = upload(b, key, private_collection.pk, "rules-b.pdf", long_pdf(80))
+        both = [reading_a, reading_b]
+        running = IngestionRun.objects.filter(document_id__in=both, status=IngestionRun.Status.RUNNING)
+        wait_for(lambda: running.count() == 2, 120, "both documents read at once", logs / "w1.log")
+
+        def found_while_read() -> bool:
+            reading = Document.objects.get(pk=reading_a).status == Document.Status.PROCESSING
+            query = {"query": "Chapter 1. Rule 1 says travel costs", "collections": [private_collection.pk]}
+            status, _headers, body = post(b, "/api/search/", key, {**query, "rerank": False})
+            assert status == 200, body
+            hits = json.loads(body)["hits"]
+            return reading and any(hit["document_id"] == reading_a and hit["page_number"] == 1 for hit in hits)
+
+        wait_for(found_while_read, 120, "page 1 found while its document is read", logs / "w1.log")
+        wait_for(
+            lambda: set(Document.objects.filter(pk__in=both).values_list("status", flat=True)) == {"ready"},
+            240,
+            "both documents ready",
+            logs / "w2.log",
+        )
+
+        # 4. A worker killed mid-document: the other finishes it.
         long_id = upload(a, key, private_collection.pk, "long.pdf", long_pdf(200))
         run = IngestionRun.objects.filter(document_id=long_id).latest("created_at")
         wait_for(lambda: IngestionRun.objects.get(pk=run.pk).progress >= 3, 180, "a few pages", logs / "w1.log")
@@ -226,7 +266,7 @@ def test_two_webs_and_two_workers_share_files_memory_and_work(alice, private_col
         assert IngestionRun.objects.get(pk=again.pk).status == "succeeded"
         assert Document.objects.get(pk=long_id).status == "ready"
 
-        # 4. An original deleted behind the portal's back: a readable 404 on B.
+        # 5. An original deleted behind the portal's back: a readable 404 on B.
         client.delete_object(Bucket=bucket, Key=document.file.name)
         status, headers, body = get(b, f"/api/documents/{document_id}/original/", key)
         assert status == 404
