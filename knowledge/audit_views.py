@@ -19,11 +19,25 @@ from portal.typing import AuthedRequest
 PAGE_SIZE = 50
 
 
+# A value with a word this long (a SHA-256, a token's hash, a path) is shown clipped to its
+# first characters with the whole in a tooltip; the page still holds it whole, for copying.
+CLIPPED_WORD = 24
+
+
+@dataclass(frozen=True)
+class Value:
+    text: str
+
+    @property
+    def clipped(self) -> bool:
+        return any(len(word) > CLIPPED_WORD for word in self.text.split())
+
+
 @dataclass(frozen=True)
 class Change:
     field: str
-    before: str
-    after: str
+    before: Value
+    after: Value
 
 
 @dataclass(frozen=True)
@@ -42,7 +56,7 @@ def changes(entry: Entry) -> list[Change]:
     shown_changes = []
     for field, pair in found.items():
         before, after = [*pair, None, None][:2] if isinstance(pair, list) else [None, pair]
-        shown_changes.append(Change(field, shown(before), shown(after)))
+        shown_changes.append(Change(field, Value(shown(before)), Value(shown(after))))
     return shown_changes
 
 

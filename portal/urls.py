@@ -1,6 +1,8 @@
 from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from portal.views import healthz
@@ -20,6 +22,8 @@ admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-a
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Browsers ask for it on pages that name no icon (the admin's): the one every page names.
+    path("favicon.ico", RedirectView.as_view(url=static("portal/favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),

@@ -137,6 +137,24 @@ def test_the_page_shows_each_entry(client, alice, history):
     assert 'href="/audit/"' in page  # in the menu
 
 
+def test_a_long_hash_is_shown_clipped_and_kept_whole_for_copying(client, alice, private_collection):
+    """A SHA-256 among the changes is shown as its first characters, with the whole value in a
+    tooltip and in the page's text; a value of ordinary words is shown as it is."""
+    before, after = "a" * 64, "0123456789abcdef" * 4
+    with acting_as(alice, "10.0.0.8"):
+        record(
+            Action.COLLECTION_RENAME,
+            private_collection,
+            owner_id=alice.pk,
+            changes={"sha256": (before, after), "name": ("Old notes", "New notes")},
+        )
+    client.force_login(alice)
+    page = _body(client.get(PAGE))
+    assert f'<span class="clipped" title="{before}">{before}</span>' in page
+    assert f'<span class="clipped" title="{after}">{after}</span>' in page
+    assert "name: Old notes → New notes" in page
+
+
 def test_the_page_and_api_filter(client, api, alice, bob, history):
     team, shared, private = history["team"], history["shared"], history["private"]
     client.force_login(alice)
