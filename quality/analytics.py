@@ -45,6 +45,7 @@ from django.db import connection
 from django.http import HttpResponse
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 from assistant.models import Message
 from knowledge.api.audit import FORMULA_STARTS
@@ -85,6 +86,10 @@ class Period:
         return [self.since + dt.timedelta(days=offset) for offset in range(self.days)]
 
 
+# Lazy to the end (a plain lazy string formatted here would be English for good).
+LAST_DAYS = ngettext_lazy("Last %(days)s day", "Last %(days)s days", "days")
+
+
 class PeriodForm(forms.Form):
     """The period of a report from the query string: `days` (7, 30 or 90; 30 by default), or
     `since` and/or `until` dates, which win over `days` when given (`since` alone runs to
@@ -92,7 +97,7 @@ class PeriodForm(forms.Form):
 
     days = forms.TypedChoiceField(
         label=_("Period"),
-        choices=[(days, _("Last %(days)s days") % {"days": days}) for days in DAYS],
+        choices=[(days, LAST_DAYS % {"days": days}) for days in DAYS],
         coerce=int,
         required=False,
         empty_value=None,
@@ -197,6 +202,36 @@ class Report:
     @property
     def busiest_day(self) -> int:
         return max((day.questions for day in self.days), default=0)
+
+    @property
+    def day_rows(self) -> list[Day | QuietDays]:
+        """The days as the page lists them: QUIET_RUN or more days in a row without a question
+        are one row, so that a quiet month does not push the tables below out of sight."""
+        rows: list[Day | QuietDays] = []
+        quiet: list[Day] = []
+        for day in [*self.days, None]:
+            if day is not None and not day.questions:
+                quiet.append(day)
+                continue
+            if len(quiet) >= QUIET_RUN:
+                rows.append(QuietDays(quiet[0].day, quiet[-1].day, len(quiet)))
+            else:
+                rows += quiet
+            quiet = []
+            if day is not None:
+                rows.append(day)
+        return rows
+
+
+QUIET_RUN = 3
+
+
+@dataclass(frozen=True)
+class QuietDays:
+    first: dt.date
+    last: dt.date
+    count: int
+    quiet = True
 
 
 def collection_report(collection_ids: Sequence[int], since: dt.date, until: dt.date) -> Report:

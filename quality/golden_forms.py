@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from assistant.retrieval.evaluation import TYPES, UNANSWERABLE
+from assistant.retrieval.evaluation import UNANSWERABLE
 from knowledge.models import Collection, Document
 from quality.golden import MAX_KEY, MAX_QUESTION
 from quality.models import GoldenQuestion
@@ -21,7 +21,9 @@ LANGUAGE_CHOICES = [("", _("Detect")), ("en", _("English")), ("zh", _("Chinese")
 class GoldenForm(forms.Form):
     question = forms.CharField(label=_("Question"), max_length=MAX_QUESTION, widget=forms.Textarea(attrs={"rows": 2}))
     lang = forms.ChoiceField(label=_("Language"), choices=LANGUAGE_CHOICES, required=False)
-    kind = forms.ChoiceField(label=_("Kind"), choices=[(kind, kind) for kind in TYPES if kind != UNANSWERABLE])
+    kind = forms.ChoiceField(
+        label=_("Kind"), choices=[(kind, label) for kind, label in GoldenQuestion.KINDS if kind != UNANSWERABLE]
+    )
     file = forms.ChoiceField(label=_("Expected file"), required=False)
     page = forms.IntegerField(
         label=_("Page, slide or minute"),

@@ -9,6 +9,7 @@ from django.conf import settings as conf
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from assistant.models import Message
 from assistant.retrieval.evaluation import LANGS, TYPES, UNANSWERABLE
@@ -69,13 +70,30 @@ class Feedback(models.Model):
         return f"{self.get_rating_display()}: {self.question[:60]}"
 
 
+# What the pages call the evaluation's question types and languages (their codes are the
+# public evaluation's, eval/questions.jsonl).
+KIND_LABELS = {
+    "fact": _("fact"),
+    "table": _("table"),
+    "picture": _("picture"),
+    "multihop": _("multi-step"),
+    "followup": _("follow-up"),
+    "unanswerable": _("unanswerable"),
+    "text": _("text"),
+    "image": _("image"),
+    "scan": _("scan"),
+    "number": pgettext_lazy("question type", "number"),
+}
+LANGUAGE_LABELS = {"zh": _("Chinese"), "en": _("English")}
+
+
 class GoldenQuestion(models.Model):
     """A question whose right page is known: every index version of the collection is
     measured on these before it serves anyone. The fields are the public evaluation's
     (eval/questions.jsonl): `key` is its "id", `gold` its [{"file", "page"}]."""
 
-    KINDS = [(kind, kind) for kind in TYPES]
-    LANGUAGES = [(lang, lang) for lang in LANGS]
+    KINDS = [(kind, KIND_LABELS.get(kind, kind)) for kind in TYPES]
+    LANGUAGES = [(lang, LANGUAGE_LABELS.get(lang, lang)) for lang in LANGS]
 
     collection = models.ForeignKey(
         Collection, on_delete=models.CASCADE, related_name="golden_questions", verbose_name=_("collection")

@@ -26,6 +26,7 @@ import csv
 import datetime as dt
 import io
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -289,6 +290,27 @@ def _sections(text: str) -> dict[str, list[list[str]]]:
     return {name: body[1:] for name, body in sections.items()}
 
 
+@pytest.mark.parametrize(
+    ("ms", "shown", "shown_zh"),
+    [
+        (None, "—", "—"),
+        (850.4, "850 ms", "850 毫秒"),
+        (3500.0, "3.5 s", "3.5 秒"),
+        (89457.0, "89.5 s", "89.5 秒"),
+        (169686.0, "2.8 min", "2.8 分钟"),
+    ],
+)
+def test_a_time_reads_in_milliseconds_seconds_or_minutes(ms, shown, shown_zh):
+    from django.utils import translation
+
+    from portal.templatetags.portal_format import duration_ms
+
+    with translation.override("en"):
+        assert duration_ms(ms) == shown
+    with translation.override("zh-hans"):
+        assert duration_ms(ms) == shown_zh
+
+
 def test_the_collection_page_shows_the_numbers_and_its_csv_matches(client, alice, world):
     client.force_login(alice)
     url = reverse("collection-analytics", args=[world.a.pk])
@@ -298,8 +320,14 @@ def test_the_collection_page_shows_the_numbers_and_its_csv_matches(client, alice
     assert 'data-metric="questions">8<' in body
     assert 'data-metric="abstention_rate">29 %<' in body  # 2 / 7
     assert 'data-metric="thumbs_down_rate">75 %<' in body
-    assert 'data-metric="median_ms">3500 ms<' in body
-    assert 'data-metric="p95_ms">5750 ms<' in body
+    assert 'data-metric="median_ms">3.5 s<' in body
+    assert 'data-metric="p95_ms">5.8 s<' in body
+    # The 30 days hold questions on a few of them; each run of quiet days is one row.
+    days = re.findall(r'<tr data-day="([\d-]+)"', body)
+    quiet = re.findall(r'<tr class="quiet" data-days="([\d-]+)/([\d-]+)"', body)
+    assert days
+    assert quiet
+    assert len(days) + sum((dt.date.fromisoformat(b) - dt.date.fromisoformat(a)).days + 1 for a, b in quiet) == 30
     assert "vacation.pdf" in body
     assert "Where is the handbook?" in body
     assert "charlie" not in body
