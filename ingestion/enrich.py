@@ -20,6 +20,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from common.text import is_cjk
 from ingestion import pictures, reading_order
 from ingestion.models import DerivedText
 from ingestion.parsers.base import BBox, Block, ParsedPage
@@ -29,6 +30,9 @@ from providers.base import ProviderError, Tag, Tags
 
 log = logging.getLogger(__name__)
 MIN_CONFIDENCE = 0.5  # OCR lines read with less confidence than this are noise
+# A line the OCR reads as one letter, digit or mark ("8", "|") is a fragment of a picture, not
+# text anyone searches for: not indexed. One Chinese character (a sign's 出) is a word and kept.
+MIN_LINE_CHARS = 2
 CAPTION_PROMPTS = {
     "zh": "用一两句话描述这张图片的内容，包括其中的文字。",
     "en": "Describe this picture in one or two sentences, including any text in it.",
@@ -75,7 +79,8 @@ def _read_image(block: Block, language: str, read: bool) -> Block:
     if read:
         lines = reading_order.order(_ocr(block.image))
         sign = reading_order.is_sign(lines)
-        parts.append("\n".join(text for line in lines for text in reading_order.readings(line, sign=sign)))
+        said = [line for line in lines if worth_indexing(line[0])]
+        parts.append("\n".join(text for line in said for text in reading_order.readings(line, sign=sign)))
     text = "\n".join(part.strip() for part in parts if part and part.strip())
     return replace(block, text=text)
 
@@ -133,7 +138,14 @@ def _ocr_page(parsed: ParsedPage) -> list[Block]:
     return [
         Block("text", "\n".join(reading_order.readings(line, sign=sign)), bbox=_scaled(line[1], scale))
         for line in lines
+        if worth_indexing(line[0])
     ]
+
+
+def worth_indexing(line: str) -> bool:
+    """Whether an OCR line says something (MIN_LINE_CHARS)."""
+    text = "".join(line.split())
+    return len(text) >= MIN_LINE_CHARS or any(is_cjk(char) for char in text)
 
 
 def _scaled(box: BBox, scale: float) -> BBox:

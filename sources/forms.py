@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.http import QueryDict
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import Collection
@@ -82,7 +83,7 @@ class SourceFormBase(forms.ModelForm):
         max_length=500,
         strip=True,
         widget=WriteOnlyInput(attrs={"autocomplete": "off"}),
-        help_text=_("Git and WebDAV: the user name. S3: the access key id.") + " " + KEEP,
+        help_text=format_lazy("{} {}", _("Git and WebDAV: the user name. S3: the access key id."), KEEP),
     )
     password = forms.CharField(
         label=_("Password, token or secret key"),
@@ -90,11 +91,11 @@ class SourceFormBase(forms.ModelForm):
         max_length=4000,
         strip=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text=_(
-            "Git: a password or an access token. WebDAV: the password (or an app password). S3: the secret key."
-        )
-        + " "
-        + KEEP,
+        help_text=format_lazy(
+            "{} {}",
+            _("Git: a password or an access token. WebDAV: the password (or an app password). S3: the secret key."),
+            KEEP,
+        ),
     )
     clear_credentials = forms.BooleanField(
         label=_("Remove the stored credentials"),

@@ -152,3 +152,24 @@ def test_a_scanned_pdf_page_is_read_by_ocr_with_boxes_in_page_points(private_col
     assert 40 <= x0 < x1 <= 595
     assert 60 <= y0 < y1 <= 842
     assert ocr.calls == 1
+
+
+@pytest.mark.django_db
+def test_a_lone_character_the_ocr_reads_is_not_indexed(private_collection, ocr, tmp_path):
+    """A line the OCR reads as one digit is a fragment of the picture: it stays in the OCR's
+    cached reading but becomes no chunk and no part of one; one Chinese character is a word."""
+    from ingestion.enrich import worth_indexing
+
+    data = scanned_pdf(tmp_path / "scan.pdf", ["Reimbursement form", "8", "报销单 2024年5月"]).read_bytes()
+    document = ingest(private_collection, "scan.pdf", data)
+    (reading,) = DerivedText.objects.filter(task="ocr", model_id=ocr.model_id)
+    assert "8" in [line[0].strip() for line in reading.output], reading.output  # the OCR did read it
+    texts = [chunk.text for chunk in Chunk.objects.filter(document=document)]
+    assert any("Reimbursement form" in text for text in texts)
+    assert not any("8" in text.split() for text in texts), texts
+    assert (worth_indexing("8"), worth_indexing(" | "), worth_indexing("出"), worth_indexing("A4")) == (
+        False,
+        False,
+        True,
+        True,
+    )

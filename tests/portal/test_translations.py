@@ -63,3 +63,18 @@ def test_it_uses_the_compiled_catalogue():
             translation.gettext("You can read this collection but not change it.")
             == "你可以查看该知识库，但不能修改它。"
         )
+
+
+def test_help_texts_built_from_two_strings_follow_the_language():
+    """A help text joined from two lazy strings at import stays lazy (format_lazy), so a page
+    in Chinese shows it in Chinese rather than in the language the process started in."""
+    from sources.forms import SourceFormBase
+
+    fields = SourceFormBase.base_fields
+    with translation.override("zh-hans"):
+        for name in ("username", "password"):
+            text = str(fields[name].help_text)
+            assert "留空则保留已保存的凭据。" in text, text
+            assert "Leave empty" not in text
+    with translation.override("en"):
+        assert str(fields["username"].help_text).endswith("Leave empty to keep the stored ones.")
