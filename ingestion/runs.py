@@ -27,12 +27,15 @@ def enqueue_run(run: IngestionRun) -> None:
 def quick(run: IngestionRun) -> bool:
     """Whether the run is one small document (a note, a photo, a page or two), which a person
     is waiting to search: at most settings.QUICK_INGEST_BYTES and QUICK_PAGES pages (a text
-    PDF of 60 pages fits in 50 KB; formats that cannot count cheaply count as one)."""
+    PDF of 60 pages fits in 50 KB; formats that cannot count cheaply count as one, and text
+    whose sections cost no more than their embedding, Parser.cheap_pages, any number)."""
     document = run.document
     if run.kind != IngestionRun.Kind.INGEST or document is None or document.size > settings.QUICK_INGEST_BYTES:
         return False
     try:
         parser = parser_for(document.mime)
+        if parser.cheap_pages:
+            return True
         with local_copy(document.file) as path:
             pages = parser.count(path)
     except (ParseError, OSError):  # unsupported or gone: the run says why, on either queue

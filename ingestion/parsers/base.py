@@ -86,6 +86,9 @@ class Parser(ABC):
     """One file format. Subclasses set `mime_types` and register with @register."""
 
     mime_types: ClassVar[tuple[str, ...]] = ()
+    # Its pages cost about what embedding their text costs (no OCR, renders or models): a small
+    # file of this format takes the quick queue whatever its page count (ingestion/runs.py).
+    cheap_pages: ClassVar[bool] = False
 
     @abstractmethod
     def pages(self, path: Path) -> Iterator[ParsedPage]:

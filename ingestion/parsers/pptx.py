@@ -48,6 +48,12 @@ Render = Callable[[int], bytes | None]  # slide index (0-based) to its PNG
 class PptxParser(Parser):
     mime_types = (PPTX,)
 
+    def count(self, path: Path) -> int | None:
+        try:
+            return len(_opened(path)[1])
+        except Exception:  # damaged or too long: pages() says why
+            return None
+
     def pages(self, path: Path) -> Iterator[ParsedPage]:
         presentation, slides = _opened(path)
         size = (_points(presentation.slide_width), _points(presentation.slide_height))

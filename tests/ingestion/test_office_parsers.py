@@ -304,3 +304,11 @@ def test_it_gives_up_on_a_libreoffice_that_hangs(briefing, tmp_path, monkeypatch
     monkeypatch.setattr(pptx_parser, "CONVERT_TIMEOUT_S", 1)
     monkeypatch.setattr(pptx_parser, "libreoffice", lambda: fake_libreoffice(tmp_path, pages=3, hang=True))
     assert [page.render for page in parser_for(PPTX).pages(briefing)] == [None, None, None]
+
+
+def test_a_presentation_says_how_many_slides_it_has_before_they_are_read(briefing, tmp_path):
+    parser = parser_for("application/vnd.openxmlformats-officedocument.presentationml.presentation")
+    assert parser.count(briefing) == len(list(parser.pages(briefing))) > 1
+    broken = tmp_path / "broken.pptx"
+    broken.write_bytes(b"PK\x03\x04 not a presentation")
+    assert parser.count(broken) is None  # reading it says why

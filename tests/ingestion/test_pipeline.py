@@ -306,6 +306,17 @@ def test_a_pdfs_progress_says_how_many_pages_it_has(db, private_collection, embe
     assert run.total == 2
 
 
+def test_a_markdown_files_progress_says_how_many_sections_it_has(db, private_collection, embedder, monkeypatch):
+    sent: list[dict] = []
+    monkeypatch.setattr("ingestion.pipeline.EVENT_INTERVAL", 0.0)
+    monkeypatch.setattr("ingestion.pipeline.send_collection_event_on_commit", lambda _id, event: sent.append(event))
+    text = "\n\n".join(f"# Part {n}\n\nRule {n} of the travel policy." for n in range(1, 4))
+    _document, run = add(private_collection, "policy.md", text.encode())
+    run_it(run, embedder)
+    events = [event for event in sent if event["type"] == "document.progress"]
+    assert [(event["pages_done"], event["pages_total"]) for event in events] == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_it_embeds_several_pages_chunks_in_one_call_each_chunk_its_own_vector(db, private_collection, embedder):
     from tests.ingestion.test_recovery import long_pdf
 

@@ -24,10 +24,15 @@ def test_small_documents_of_few_pages_are_quick(private_collection, settings):
     # 60 pages of text fit in a few kilobytes: small, but not quick.
     _manual, manual_run = actions.do_add_document(private_collection, "manual.pdf", long_pdf(60), enqueue=False)
     _short, short_run = actions.do_add_document(private_collection, "short.pdf", long_pdf(QUICK_PAGES), enqueue=False)
+    # A note of many short sections: its sections cost what embedding them costs, so quick too.
+    sections = "\n\n".join(f"# Room {n}\n\nBuilding C, floor {n}." for n in range(1, 3 * QUICK_PAGES))
+    _rooms, rooms_run = actions.do_add_document(private_collection, "rooms.md", sections.encode(), enqueue=False)
     assert note_run is not None
     assert manual_run is not None
     assert short_run is not None
+    assert rooms_run is not None
     assert quick(note_run)
+    assert quick(rooms_run)
     assert quick(short_run)
     assert not quick(manual_run)
     settings.QUICK_INGEST_BYTES = len(NOTE) - 1
