@@ -81,6 +81,7 @@ def document_page(request: AuthedRequest, document_id: int, number: int) -> Http
         "collection": document.collection,
         "page": page,
         "has_render": can_render(page),
+        "markdown": document.mime == "text/markdown",  # its text is shown rendered, not as markup
         "chunks": views,
         "boxes": [view for view in views if view.box],
         "images": list(page.images.order_by("pk")),

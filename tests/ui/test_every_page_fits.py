@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 
+MARKUP = ("**", "\\[", "No position on the page", "在页面上没有位置信息")
 SIZES = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
 
 MARKDOWN = """# gzip
@@ -28,9 +29,9 @@ Use `-9` or `--best` for the best compression. A long path that does not break b
 """
 
 
-def pages_of(alice) -> list[str]:
+def pages_of(alice) -> tuple[list[str], str]:
     """Every page a member of a team with a collection, a document, a conversation, a golden
-    question and a source sees (paths)."""
+    question and a source sees (paths), and the path of the Markdown document's page."""
     from assistant.models import Conversation, Message
     from ingestion.actions import do_add_document
     from knowledge.actions import do_create_collection, do_create_team
@@ -89,7 +90,7 @@ def pages_of(alice) -> list[str]:
         "/accounts/email/",
         f"/sources/{source.pk}/",
     ]
-    return paths
+    return paths, f"/documents/{markdown.pk}/pages/1/"
 
 
 def test_every_page_fits_a_phone_and_a_desktop_in_both_languages(live_web, alice, tmp_path, monkeypatch):
@@ -101,7 +102,7 @@ def test_every_page_fits_a_phone_and_a_desktop_in_both_languages(live_web, alice
         pytest.skip("Chromium is not installed (apt-get install chromium) — browser tests skipped.")
     from playwright.sync_api import sync_playwright
 
-    paths = pages_of(alice)
+    paths, markdown_page = pages_of(alice)
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     base = f"http://127.0.0.1:{live_web}"
     problems: list[str] = []
@@ -128,6 +129,9 @@ def test_every_page_fits_a_phone_and_a_desktop_in_both_languages(live_web, alice
                 for path in paths:
                     errors.clear()
                     problems += visit(page, f"{base}{path}", errors)
+                    if path == markdown_page:  # read as text, not as markup
+                        shown = page.inner_text("main")
+                        problems += [f"{language} {path}: shows {m!r}" for m in MARKUP if m in shown]
                     name = f"{size}-{language}-{path.strip('/').replace('/', '-') or 'dashboard'}"
                     page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
                 context.close()
