@@ -180,6 +180,8 @@ def _strings() -> dict[str, Any]:
         "source": _("Source %(n)d"),
         "not_cited": _("The answer did not use source %(n)d."),
         "no_picture": _("No picture of this page."),
+        "whole_page": _("Whole page"),
+        "zoom_in": _("Zoom to the passage"),
         "inferred": _("used without a citation mark"),
         "feedback_saved": _("Thank you: your feedback is saved."),
         "feedback_removed": _("Your feedback is removed."),

@@ -523,12 +523,16 @@ function openSource(button) {
   dialog.showModal();
 }
 
-// The passage in the dialog, the span the answer rests on highlighted and scrolled to.
+// The passage in the dialog, the span the answer rests on highlighted and scrolled to. One
+// title line ("[1] file · page 3"); the path below it only where it says more than the name.
 function resetDialog(title, place, path, snippet, quote = "") {
-  dialog.querySelector("#citation-title").textContent = title;
+  dialog.querySelector("#citation-title").textContent = place ? `${title} · ${place}` : title;
   show(dialog.querySelector(".citation-origin"), false);
-  dialog.querySelector(".citation-place").textContent = place;
   dialog.querySelector(".citation-path").textContent = path;
+  show(dialog.querySelector(".citation-where"), Boolean(path) && !title.endsWith(` ${path}`) && title !== path);
+  zoomTo = null;
+  zoom(false);
+  show(zoomLine, false);
   const passage = dialog.querySelector(".citation-snippet");
   const mark = highlight(passage, snippet, quote);
   if (mark) requestAnimationFrame(() => mark.scrollIntoView({ block: "nearest" }));
@@ -582,11 +586,46 @@ function showCitation(cited) {
     const chunkPlaced = placeBox(box, location.bbox, cited.page_width, cited.page_height);
     // The quote's box where the server found the quote on the page; else the chunk's box alone.
     const quotePlaced = placeBox(quoteBox, cited.quote_bbox, cited.page_width, cited.page_height);
-    if (quotePlaced || chunkPlaced) (quotePlaced ? quoteBox : box).scrollIntoView({ block: "center" });
+    if (!quotePlaced && !chunkPlaced) return;
+    const [x0, , x1] = quotePlaced ? cited.quote_bbox : location.bbox;
+    zoomTo = { share: (x1 - x0) / cited.page_width, target: quotePlaced ? quoteBox : box };
+    show(zoomLine, zoom(true));
   };
   pageImage.removeAttribute("src");
   pageImage.src = cited.thumbnail_url;
 }
+
+// Zoomed, the render is drawn wide enough for the boxed passage to fill most of the dialog's
+// width, at most twice the render's own size (more would only blur it), and scrolled to it;
+// the button goes back to the whole page and forth. False when zooming would add nothing.
+const scroller = dialog.querySelector(".page-scroll");
+const zoomLine = dialog.querySelector(".zoom-line");
+const zoomButton = zoomLine.querySelector("button");
+const ZOOM_FILL = 0.8; // the box's share of the visible width, zoomed
+const ZOOM_MAX = 2; // times the render's own width
+let zoomTo = null;
+
+function zoom(on) {
+  pageView.classList.remove("zoomed");
+  pageView.style.width = "";
+  zoomButton.setAttribute("aria-pressed", "false");
+  zoomButton.textContent = strings.zoom_in;
+  if (!on || !zoomTo || !pageImage.naturalWidth) return false;
+  const fit = pageImage.getBoundingClientRect().width;
+  const width = Math.min(pageImage.naturalWidth * ZOOM_MAX, (scroller.clientWidth * ZOOM_FILL) / Math.max(zoomTo.share, 0.05));
+  if (width < fit * 1.15) {
+    zoomTo.target.scrollIntoView({ block: "center" });
+    return false;
+  }
+  pageView.classList.add("zoomed");
+  pageView.style.width = `${Math.round(width)}px`;
+  zoomButton.setAttribute("aria-pressed", "true");
+  zoomButton.textContent = strings.whole_page;
+  zoomTo.target.scrollIntoView({ block: "center", inline: "center" });
+  return true;
+}
+
+zoomButton.addEventListener("click", () => zoom(zoomButton.getAttribute("aria-pressed") !== "true"));
 
 // The bbox is in the page's own units (PDF points, pixels of a picture): as a share of the
 // page's size it lands on the render at whatever size the render was drawn.

@@ -139,6 +139,22 @@ def test_a_citation_boxes_its_quote_on_the_page_render_over_the_chunks_box(live_
         assert abs(got - want * scale) < 2, (drawn, image)
     assert chunk["y"] < drawn["y"]  # drawn over the chunk's box, inside it
     assert drawn["y"] + drawn["height"] < chunk["y"] + chunk["height"]
+    # Zoomed to the quote: shown at twice its width in the render (the most the render allows:
+    # 306 px for 612 points, so 117 px), scrolled into view; the whole page is a click away.
+    assert "zoomed" in (dialog.locator(".page-view").get_attribute("class") or "")
+    assert drawn["width"] >= 2 * 234.0 * 306 / 612 - 1
+    scroller = dialog.locator(".page-scroll").bounding_box()
+    assert scroller is not None
+    assert scroller["y"] <= drawn["y"]
+    assert drawn["y"] + drawn["height"] <= scroller["y"] + scroller["height"]
+    whole = dialog.locator("button.zoom")
+    assert whole.inner_text() == "Whole page"
+    whole.click()
+    assert "zoomed" not in (dialog.locator(".page-view").get_attribute("class") or "")
+    fitted = dialog.locator(".page-view img").bounding_box()
+    assert fitted is not None
+    assert fitted["width"] <= scroller["width"]
+    assert whole.inner_text() == "Zoom to the passage"
     page.keyboard.press("Escape")
 
     page.locator(".answer-turn button.citation-link").nth(1).click()
