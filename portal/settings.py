@@ -189,6 +189,7 @@ LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
+FORMAT_MODULE_PATH = ["portal.formats"]  # one form of dates in every page and language
 USE_I18N = True
 USE_TZ = True
 

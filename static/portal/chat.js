@@ -608,7 +608,7 @@ let zoomTo = null;
 function zoom(on) {
   pageView.classList.remove("zoomed");
   pageView.style.width = "";
-  zoomButton.setAttribute("aria-pressed", "false");
+  zoomButton.dataset.zoomed = "";
   zoomButton.textContent = strings.zoom_in;
   if (!on || !zoomTo || !pageImage.naturalWidth) return false;
   const fit = pageImage.getBoundingClientRect().width;
@@ -619,13 +619,13 @@ function zoom(on) {
   }
   pageView.classList.add("zoomed");
   pageView.style.width = `${Math.round(width)}px`;
-  zoomButton.setAttribute("aria-pressed", "true");
+  zoomButton.dataset.zoomed = "yes";
   zoomButton.textContent = strings.whole_page;
   zoomTo.target.scrollIntoView({ block: "center", inline: "center" });
   return true;
 }
 
-zoomButton.addEventListener("click", () => zoom(zoomButton.getAttribute("aria-pressed") !== "true"));
+zoomButton.addEventListener("click", () => zoom(!zoomButton.dataset.zoomed));
 
 // The bbox is in the page's own units (PDF points, pixels of a picture): as a share of the
 // page's size it lands on the render at whatever size the render was drawn.

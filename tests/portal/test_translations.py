@@ -78,3 +78,17 @@ def test_help_texts_built_from_two_strings_follow_the_language():
             assert "Leave empty" not in text
     with translation.override("en"):
         assert str(fields["username"].help_text).endswith("Leave empty to keep the stored ones.")
+
+
+def test_dates_and_times_take_one_form_in_both_languages():
+    """Every page writes a moment the same way, in English as in Chinese (portal/formats)."""
+    import datetime as dt
+
+    from django.utils import formats
+
+    moment = dt.datetime(2026, 12, 4, 16, 8, 39)
+    for language in ("en", "zh-hans"):
+        with translation.override(language):
+            assert formats.date_format(moment, "SHORT_DATETIME_FORMAT") == "2026-12-04 16:08"
+            assert formats.date_format(moment, "DATETIME_FORMAT") == "2026-12-04 16:08:39"
+            assert formats.date_format(moment.date(), "SHORT_DATE_FORMAT") == "2026-12-04"
