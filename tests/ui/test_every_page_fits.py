@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.conftest import PASSWORD
+from tests.ui.test_browser import log_in_as_alice
 
 if TYPE_CHECKING:
     from playwright.sync_api import ConsoleMessage
@@ -116,11 +116,7 @@ def test_every_page_fits_a_phone_and_a_desktop_in_both_languages(live_web, alice
                 page = context.new_page()
                 page.on("console", lambda message: _error(message, errors))
                 page.on("pageerror", lambda error: errors.append(str(error)))
-                page.goto(f"{base}/accounts/login/")
-                page.fill("input[name=login]", "alice@example.com")
-                page.fill("input[name=password]", PASSWORD)
-                page.click("button[type=submit]")
-                page.wait_for_url(f"{base}/")
+                log_in_as_alice(page, live_web)
                 chat_link = page.locator("#main-nav a[href='/chat/']")
                 if size == "phone":  # the navigation folds behind its Menu button
                     assert not chat_link.is_visible()
