@@ -23,7 +23,11 @@ admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-a
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # Browsers ask for it on pages that name no icon (the admin's): the one every page names.
-    path("favicon.ico", RedirectView.as_view(url=static("portal/favicon.svg"), permanent=True)),
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("portal/favicon.svg"), permanent=True),
+        name="favicon",
+    ),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),

@@ -48,7 +48,7 @@ from tests.conftest import make_user, set_role
 pytestmark = pytest.mark.usefixtures("media")
 
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
-PUBLIC = {"healthz", "schema", "api-docs", "set_language"}
+PUBLIC = {"healthz", "favicon", "schema", "api-docs", "set_language"}
 PUBLIC_PREFIXES = ("accounts/", "admin/")
 
 
