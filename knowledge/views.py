@@ -87,22 +87,33 @@ def collection_create(request: AuthedRequest) -> HttpResponse:
 def collection_detail(request: AuthedRequest, collection_id: int) -> HttpResponse:
     collection = access_collection(request.user, collection_id)
     role = collection_role(request.user, collection)
-    return render(request, "knowledge/collection.html", _collection_context(collection, role, _rename_form(collection)))
+    documents = list(collection.documents.order_by("rel_path"))
+    for document in documents:
+        document.type_label = type_label(document.mime)  # type: ignore[attr-defined]
+    context = {
+        **_tab_context(collection, role),
+        "documents": documents,
+        "max_upload_mb": settings.MAX_UPLOAD_MB,
+        "js_strings": _collection_strings(),
+    }
+    return render(request, "knowledge/collection.html", context)
 
 
 @login_required
-@require_POST
 def collection_settings(request: AuthedRequest, collection_id: int) -> HttpResponse:
+    """The settings tab: index versions and renaming for editors; chunking, weights and the
+    evaluation gate (saved here by POST) and deletion for the owner or a team admin."""
+    if request.method != "POST":
+        collection = access_collection(request.user, collection_id, write=True)
+        return _settings_page(request, collection, _rename_form(collection))
     # Changed chunking makes beat build a new index version (ingestion.versions.reindex_outdated).
     collection = access_collection(request.user, collection_id, manage=True)
     form = CollectionSettingsForm(request.POST)
     if form.is_valid():
         actions.do_change_collection_settings(collection, form.settings(collection.settings or {}))
         messages.success(request, _("Settings saved. Changed chunking is applied by a new index version."))
-        return redirect("collection", collection.pk)
-    role = collection_role(request.user, collection)
-    context = _collection_context(collection, role, _rename_form(collection), settings_form=form)
-    return render(request, "knowledge/collection.html", context, status=400)
+        return redirect("collection-settings", collection.pk)
+    return _settings_page(request, collection, _rename_form(collection), settings_form=form, status=400)
 
 
 @login_required
@@ -117,41 +128,43 @@ def collection_rename(request: AuthedRequest, collection_id: int) -> HttpRespons
             form.add_error("name", exc)
         else:
             messages.success(request, _("Collection renamed."))
-            return redirect("collection", collection.pk)
+            return redirect("collection-settings", collection.pk)
     collection.refresh_from_db()
-    role = collection_role(request.user, collection)
-    return render(request, "knowledge/collection.html", _collection_context(collection, role, form), status=400)
+    return _settings_page(request, collection, form, status=400)
 
 
 def _rename_form(collection: Collection) -> RenameCollectionForm:
     return RenameCollectionForm(initial={"name": collection.name, "description": collection.description})
 
 
-def _collection_context(
-    collection: Collection,
-    role: Role | None,
-    form: RenameCollectionForm,
-    settings_form: CollectionSettingsForm | None = None,
-) -> dict[str, object]:
-    can_write = role is not None and role.at_least(Role.EDITOR)
-    can_manage = role == Role.ADMIN
-    documents = list(collection.documents.order_by("rel_path"))
-    for document in documents:
-        document.type_label = type_label(document.mime)  # type: ignore[attr-defined]
+def _tab_context(collection: Collection, role: Role | None) -> dict[str, object]:
+    """What every tab of a collection's page shows in its header and tab bar."""
     return {
-        "documents": documents,
         "collection": collection,
         "role": role,
-        "can_write": can_write,
-        "can_manage": can_manage,
+        "can_write": role is not None and role.at_least(Role.EDITOR),
+        "can_manage": role == Role.ADMIN,
+    }
+
+
+def _settings_page(
+    request: AuthedRequest,
+    collection: Collection,
+    form: RenameCollectionForm,
+    settings_form: CollectionSettingsForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    role = collection_role(request.user, collection)
+    context = _tab_context(collection, role)
+    context |= {
         "form": form,
-        "versions": _versions(collection) if can_write else [],
+        "versions": _versions(collection),
         "settings_form": (settings_form or CollectionSettingsForm.for_collection(collection.settings or {}))
-        if can_manage
+        if context["can_manage"]
         else None,
-        "max_upload_mb": settings.MAX_UPLOAD_MB,
         "js_strings": _collection_strings(),
     }
+    return render(request, "knowledge/collection_settings.html", context, status=status)
 
 
 TYPE_LABELS = {

@@ -1,5 +1,5 @@
-"""The collection page: documents table, per-document actions, uploads, index versions and
-settings, by role."""
+"""A collection's page: the documents tab (table, per-document actions, uploads) and the
+settings tab (index versions, renaming, chunking, deletion), each by role."""
 
 from __future__ import annotations
 
@@ -19,10 +19,14 @@ def add(collection: Collection, name: str = "guide.md") -> Document:
     return document
 
 
-def page_of(client, collection: Collection) -> str:
-    response = client.get(reverse("collection", args=[collection.pk]))
+def page_of(client, collection: Collection, tab: str = "collection") -> str:
+    response = client.get(reverse(tab, args=[collection.pk]))
     assert response.status_code == 200
     return response.content.decode()
+
+
+def settings_of(client, collection: Collection) -> str:
+    return page_of(client, collection, "collection-settings")
 
 
 EDITOR_CONTROLS = [
@@ -30,7 +34,6 @@ EDITOR_CONTROLS = [
     'input id="files"',
     'class="inline rerun"',
     'class="inline delete"',
-    'id="versions"',
 ]
 
 
@@ -40,14 +43,19 @@ def test_it_gives_the_owner_every_control(client, alice, private_collection):
     html = page_of(client, private_collection)
     for control in EDITOR_CONTROLS:
         assert control in html, control
-    assert 'id="reindex"' in html
-    assert 'id="collection-settings"' in html
     assert f'href="{reverse("document", args=[document.pk])}"' in html
     assert f'href="/api/documents/{document.pk}/original/"' in html
     assert f'data-api="/api/collections/{private_collection.pk}/documents/"' in html
     assert 'id="collection-strings"' in html
     assert "portal/collection.js" in html
     assert "portal/collection.css" in html
+    assert 'id="versions"' not in html  # on the settings tab, which the tabs link to
+    assert f'href="{reverse("collection-settings", args=[private_collection.pk])}"' in html
+    settings = settings_of(client, private_collection)
+    for control in ('id="versions"', 'id="reindex"', 'id="collection-settings"', 'id="rename-heading"'):
+        assert control in settings, control
+    assert reverse("collection-delete", args=[private_collection.pk]) in settings
+    assert 'table id="documents"' not in settings
 
 
 def test_it_shows_viewers_the_table_without_changing_controls(client, bob, team_collection):
@@ -59,8 +67,10 @@ def test_it_shows_viewers_the_table_without_changing_controls(client, bob, team_
     assert f'href="/api/documents/{document.pk}/original/"' in html  # reading includes the original
     for control in EDITOR_CONTROLS:
         assert control not in html, control
-    assert 'id="reindex"' not in html
-    assert 'id="collection-settings"' not in html
+    assert reverse("collection-settings", args=[team_collection.pk]) not in html  # no settings tab
+    assert reverse("collection-sources", args=[team_collection.pk]) not in html
+    assert reverse("collection-golden", args=[team_collection.pk]) in html
+    assert client.get(reverse("collection-settings", args=[team_collection.pk])).status_code == 403
 
 
 def test_it_shows_editors_versions_but_not_the_admin_buttons(client, bob, team, team_collection):
@@ -70,16 +80,20 @@ def test_it_shows_editors_versions_but_not_the_admin_buttons(client, bob, team, 
     html = page_of(client, team_collection)
     for control in EDITOR_CONTROLS:
         assert control in html, control
-    assert 'id="reindex"' not in html
-    assert "Only the owner or a team admin" in html
-    assert 'id="collection-settings"' not in html
+    assert reverse("collection-sources", args=[team_collection.pk]) not in html  # sources: admins only
+    settings = settings_of(client, team_collection)
+    assert 'id="versions"' in settings
+    assert 'id="rename-heading"' in settings
+    assert 'id="reindex"' not in settings
+    assert "Only the owner or a team admin" in settings
+    assert 'id="collection-settings"' not in settings
+    assert reverse("collection-delete", args=[team_collection.pk]) not in settings
 
 
 def test_it_shows_an_empty_state(client, alice, private_collection):
     client.force_login(alice)
-    html = page_of(client, private_collection)
-    assert "No documents yet. Upload files above to start." in html
-    assert "No index version yet" in html
+    assert "No documents yet. Upload files above to start." in page_of(client, private_collection)
+    assert "No index version yet" in settings_of(client, private_collection)
 
 
 def test_it_lists_versions_with_build_progress(client, alice, private_collection):
@@ -99,7 +113,7 @@ def test_it_lists_versions_with_build_progress(client, alice, private_collection
             collection=private_collection, document=document, index_version=building, kind="reindex", status=status
         )
     client.force_login(alice)
-    html = page_of(client, private_collection)
+    html = settings_of(client, private_collection)
     assert 'data-version="3" data-status="building"' in html
     assert 'value="50"' in html
     assert "1 of 2 documents" in html
@@ -110,14 +124,19 @@ def test_it_lists_versions_with_build_progress(client, alice, private_collection
     assert f'data-rollback="{reverse("collection-rollback", args=[private_collection.pk])}"' in html
 
 
-def test_it_reads_the_page_in_a_fixed_number_of_queries(
-    client, alice, private_collection, django_assert_max_num_queries
+@pytest.mark.parametrize("tab", ["collection", "collection-settings"])
+def test_it_reads_each_tab_in_a_fixed_number_of_queries(
+    client, alice, private_collection, django_assert_max_num_queries, tab
 ):
     for number in range(12):
         add(private_collection, f"doc{number}.md")
+    for number in range(1, 6):
+        IndexVersion.objects.create(
+            collection=private_collection, number=number, embedder_id="e", dims=3, config_hash=str(number)
+        )
     client.force_login(alice)
     with django_assert_max_num_queries(12):
-        page_of(client, private_collection)
+        page_of(client, private_collection, tab)
 
 
 def test_it_reruns_a_document_for_editors_only(client, alice, bob, charlie, team, team_collection):
@@ -165,7 +184,7 @@ def test_it_saves_settings_and_keeps_other_keys(client, alice, private_collectio
         "page_summaries": True,
         "weights": [{"pattern": "core/**", "weight": 1.0}, {"pattern": "chat-logs/", "weight": 0.3}],
     }
-    html = page_of(client, private_collection)
+    html = settings_of(client, private_collection)
     assert "chat-logs/ 0.3" in html
     assert 'value="600"' in html
     # The evaluation gate's allowance: kept when given, the portal's default when emptied.

@@ -73,6 +73,7 @@ def pages_of(alice) -> tuple[list[str], str]:
         f"/collections/{c}/feedback/",
         f"/collections/{c}/analytics/",
         f"/collections/{c}/sources/",
+        f"/collections/{c}/settings/",
         f"/documents/{markdown.pk}/",
         f"/documents/{markdown.pk}/pages/1/",
         f"/documents/{pdf.pk}/",
