@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
+from common.reading import readable
 from knowledge import actions
 from knowledge.access import access_document, collection_role
 from knowledge.models import Chunk, Document, IndexVersion, Page, Role
@@ -23,6 +24,8 @@ from knowledge.views import type_label
 from portal.typing import AuthedRequest
 
 PAGES_PER_SCREEN = 60
+# The chunk kinds cut from running text with overlaps (ingestion.chunking._text_chunks).
+RUNNING_KINDS = (Chunk.Kind.TEXT, Chunk.Kind.NOTES, Chunk.Kind.TRANSCRIPT)
 
 
 @login_required
@@ -57,6 +60,7 @@ class ChunkView:
     chunk: Chunk
     box: dict[str, float] | None
     image: str  # the PageImage hash of an image or frame chunk, else ""
+    text: str  # as read: without what the chunk before said, a PDF's lines joined
 
     @property
     def style(self) -> str:
@@ -74,8 +78,11 @@ def document_page(request: AuthedRequest, document_id: int, number: int) -> Http
     page.document = document
     selected = _selected_chunk(request, page)
     version = _version_for(page, selected)
-    chunks = Chunk.objects.filter(page=page, index_version=version).order_by("ordinal") if version else []
-    views = [ChunkView(chunk, _box(chunk, page), str(chunk.location.get("image") or "")) for chunk in chunks]
+    chunks = list(Chunk.objects.filter(page=page, index_version=version).order_by("ordinal")) if version else []
+    views = [
+        ChunkView(chunk, _box(chunk, page), str(chunk.location.get("image") or ""), text)
+        for chunk, text in zip(chunks, _shown_texts(chunks, document.mime, selected), strict=True)
+    ]
     context: dict[str, Any] = {
         "document": document,
         "collection": document.collection,
@@ -91,6 +98,21 @@ def document_page(request: AuthedRequest, document_id: int, number: int) -> Http
         "next": document.pages.filter(number__gt=number).order_by("number").values_list("number", flat=True)[:1],
     }
     return render(request, "knowledge/document_page.html", context)
+
+
+def _shown_texts(chunks: list[Chunk], mime: str, cited: Chunk | None) -> list[str]:
+    """Each chunk's text as the list shows it: running text (text, speaker notes, a
+    transcript: each kind cut with overlaps of its own) says each overlap once, and a PDF's
+    is reflowed; tables, pictures and summaries are shown as stored. The cited chunk is
+    shown whole: its quote may lie in the part it shares with the chunk before."""
+    reflow = mime == "application/pdf"
+    shown = [chunk.text for chunk in chunks]
+    for kind in RUNNING_KINDS:
+        run = [index for index, chunk in enumerate(chunks) if chunk.kind == kind]
+        texts = readable([shown[index] for index in run], reflow=reflow)
+        for index, text in zip(run, texts, strict=True):
+            shown[index] = readable([chunks[index].text], reflow)[0] if chunks[index] == cited else text
+    return shown
 
 
 def _selected_chunk(request: AuthedRequest, page: Page) -> Chunk | None:

@@ -9,6 +9,7 @@ from django.core.files.base import ContentFile
 from django.urls import reverse
 
 from ingestion import actions
+from ingestion.chunking import split_text
 from knowledge.models import Chunk, Collection, Document, IndexVersion, Page, PageImage
 
 pytestmark = pytest.mark.usefixtures("media")
@@ -106,6 +107,46 @@ def test_it_marks_the_cited_chunk(client, alice, private_collection):
     assert other is not None
     assert "is-selected" not in other.group(0)
     assert "Cited" in html
+
+
+# A PDF page's text as PyMuPDF reads it: one line per printed line, a word hyphenated.
+PDF_TEXT = (
+    "Much of the work of installing a package is done by its maintainer\n"
+    "scripts, and such things are taken care of by dpkg itself. A package\n"
+    "that needs a user of its own asks for one in its postinst script, and re-\n"
+    "moves it again in postrm when the package is purged from the system."
+)
+
+
+def _shown(html: str) -> list[str]:
+    """The chunk list's texts, as a reader sees them."""
+    texts = re.findall(r'<div class="chunk-text">(.*?)</div>', html, re.S)
+    return [re.sub(r"<br>", "\n", text).replace("&#x27;", "'") for text in texts]
+
+
+def test_it_shows_pdf_chunks_as_running_text_said_once(client, alice, private_collection):
+    document = make_document(private_collection)
+    Document.objects.filter(pk=document.pk).update(mime="application/pdf")
+    version = make_version(private_collection)
+    page = document.pages.get(number=1)
+    spans = split_text(PDF_TEXT, 200, 50)
+    chunks = [make_chunk(version, page, ordinal, "text", None) for ordinal in range(len(spans))]
+    for chunk, (start, end) in zip(chunks, spans, strict=True):
+        Chunk.objects.filter(pk=chunk.pk).update(text=PDF_TEXT[start:end])
+    client.force_login(alice)
+    url = reverse("document-page", args=[document.pk, 1])
+    shown = _shown(client.get(url).content.decode())
+    assert len(shown) == len(spans) == 2
+    assert " ".join(shown) == (
+        "Much of the work of installing a package is done by its maintainer scripts, and such things are "
+        "taken care of by dpkg itself. A package that needs a user of its own asks for one in its postinst "
+        "script, and removes it again in postrm when the package is purged from the system."
+    )
+    # The stored text stays as indexed; a cited chunk is shown whole (reflowed).
+    assert Chunk.objects.get(pk=chunks[1].pk).text == PDF_TEXT[spans[1][0] : spans[1][1]]
+    cited = _shown(client.get(f"{url}?chunk={chunks[1].pk}").content.decode())[1]
+    assert cited.startswith("hings are taken care of by dpkg itself.")
+    assert cited.endswith("script, and removes it again in postrm when the package is purged from the system.")
 
 
 def test_it_says_when_the_cited_chunk_is_not_on_the_page(client, alice, private_collection):
