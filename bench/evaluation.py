@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.runs import claim
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -129,7 +131,7 @@ def corpus(lines: list[dict[str, Any]]) -> Collection:
         unfinished = Document.objects.filter(collection=collection, name__in=wanted)
         for document in unfinished.exclude(status=Document.Status.READY):
             run = new_ingest_run(document, enqueue=False)
-            if pipeline.claim(run):
+            if claim(run):
                 pipeline.ingest_document(run, registry.text_embedder())
         print(f"Corpus: {len(wanted)} files, {synced.counts} in {time.perf_counter() - started:.0f} s")
     return collection
@@ -200,7 +202,7 @@ def build_here(collection: Collection) -> IndexVersion:
     version = start_reindex(collection, registry.text_embedder(), enqueue=False)
     started = time.perf_counter()
     for run in IngestionRun.objects.filter(index_version=version).order_by("pk"):
-        if pipeline.claim(run):
+        if claim(run):
             pipeline.ingest_document(run, registry.text_embedder())
     print(f"Built v{version.number} with {version.config} in {time.perf_counter() - started:.0f} s")
     return version

@@ -74,8 +74,9 @@ def collection(name: str):  # type: ignore[no-untyped-def]
 
 
 def ingest_inline(target, name: str, data: bytes) -> float:  # type: ignore[no-untyped-def]
+    from common.runs import claim
     from ingestion.actions import do_add_document
-    from ingestion.pipeline import claim, ingest_document
+    from ingestion.pipeline import ingest_document
     from providers import registry
 
     started = time.perf_counter()
@@ -325,8 +326,9 @@ def first_page(path: Path, to_end: bool) -> dict[str, Any]:
     import pymupdf
 
     from assistant.retrieval.search import search
+    from common.runs import claim
     from ingestion.actions import do_add_document, do_cancel_run
-    from ingestion.pipeline import claim, ingest_document
+    from ingestion.pipeline import ingest_document
     from providers import registry
 
     with pymupdf.open(path) as pdf:

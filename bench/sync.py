@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.runs import claim
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -92,7 +94,7 @@ def write(folder: Path, files: dict[str, str]) -> None:
 def timed_sync(source: Source) -> tuple[float, SyncRun]:
     run = SyncRun.objects.create(source=source)
     started = time.perf_counter()
-    if not sync.claim(run):
+    if not claim(run):
         raise SystemExit("the sync run was taken by someone else")
     sync.execute(run, inline=True)
     seconds = time.perf_counter() - started
@@ -108,7 +110,7 @@ def yardstick(user: Any, files: dict[str, str], tag: str) -> float:
     started = time.perf_counter()
     for rel, text in files.items():
         _document, run = do_add_document(collection, rel, ContentFile(text.encode()), enqueue=False)
-        if run is None or not pipeline.claim(run):
+        if run is None or not claim(run):
             raise SystemExit(f"{rel} was not queued")
         pipeline.ingest_document(run, embedder)
     seconds = time.perf_counter() - started

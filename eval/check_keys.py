@@ -138,7 +138,7 @@ def page_texts(path: Path, digest: str) -> list[str]:
         data = json.loads(cached.read_text(encoding="utf-8"))
         if data.get("version") == CACHE_VERSION:
             return [str(text) for text in data["pages"]]
-    from ingestion.parsers.base import parser_for
+    from ingestion.parsers.formats import parser_for
     from ingestion.sniff import sniff
 
     texts = []

@@ -25,11 +25,13 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
+from common.runs import claim
 from ingestion import pipeline, versions
 from ingestion.models import IngestionRun
-from ingestion.parsers.base import ParseError, parser_for
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import check_indexable, parser_for
 from ingestion.runs import enqueue_run, new_ingest_run
-from ingestion.sniff import VIDEO_LINK, check_indexable, name_mismatch, sniff_file
+from ingestion.sniff import VIDEO_LINK, name_mismatch, sniff_file
 from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
 from knowledge.models import Collection, Document, IndexVersion
 from providers import registry
@@ -243,7 +245,7 @@ def do_sync_folder(
             sync.counts["unchanged"] += 1
             continue
         sync.counts["queued"] += 1
-        if inline and pipeline.claim(run):
+        if inline and claim(run):
             result = pipeline.ingest_document(run, registry.text_embedder())
             run.refresh_from_db()
             if on_ingested is not None:

@@ -14,6 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
+from common.run_admin import RUN_COLUMNS, RUN_FIELDS, RunColumns
 from ingestion import actions
 from ingestion.models import IngestionRun
 from ingestion.stages import stage_label
@@ -24,30 +25,22 @@ from knowledge.models import Collection, Document, IndexVersion
 
 
 @admin.register(IngestionRun)
-class IngestionRunAdmin(InCollectionAdmin):
-    list_display = ["__str__", "collection", "kind", "status", "progress", "total", "created_at", "finished_at"]
+class IngestionRunAdmin(RunColumns, InCollectionAdmin):
+    list_display = [*RUN_COLUMNS, "collection", "kind"]
     list_filter = ["status", "kind"]
-    list_select_related = ["collection", "document"]
+    list_select_related = ["collection", "document", "requested_by"]
     readonly_fields = [
         "collection",
         "document",
         "index_version",
         "kind",
-        "status",
-        "progress",
-        "total",
+        *RUN_FIELDS,
         "counts",
         "time_per_stage",
-        "error",
         "traceback",
-        "started_at",
-        "finished_at",
     ]
 
     actions = ["cancel", "retry"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
     @admin.display(description=_("time per stage"))
     def time_per_stage(self, run: IngestionRun) -> SafeString | str:

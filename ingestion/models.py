@@ -3,10 +3,12 @@ from __future__ import annotations
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from common.runs import Run
 
-class IngestionRun(models.Model):
-    """One piece of background ingestion work and its outcome (NetBox's Job): claimed with a
-    conditional UPDATE, progress recorded page by page, a readable error when it fails."""
+
+class IngestionRun(Run):
+    """One piece of background ingestion work and its outcome (common.runs): progress and a
+    heartbeat recorded page by page, a readable error when it fails."""
 
     class Kind(models.TextChoices):
         INGEST = "ingest", _("Ingest")
@@ -14,12 +16,7 @@ class IngestionRun(models.Model):
         DELETE = "delete", _("Delete")
         SYNC = "sync", _("Folder sync")
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", _("Queued")
-        RUNNING = "running", _("Running")
-        SUCCEEDED = "succeeded", _("Succeeded")
-        FAILED = "failed", _("Failed")
-        CANCELLED = "cancelled", _("Cancelled")
+    task_name = "ingestion.ingest_document"
 
     collection = models.ForeignKey(
         "knowledge.Collection", on_delete=models.CASCADE, related_name="runs", verbose_name=_("collection")
@@ -41,20 +38,13 @@ class IngestionRun(models.Model):
         verbose_name=_("index version"),
     )
     kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices, default=Kind.INGEST)
-    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.PositiveIntegerField(_("pages done"), default=0)
     total = models.PositiveIntegerField(_("pages"), null=True, blank=True)
     counts = models.JSONField(_("counts"), default=dict, blank=True)
     # Seconds and calls per stage of the run (ingestion.stages): where its time went.
     stages = models.JSONField(_("time per stage"), default=dict, blank=True)
-    error = models.TextField(_("error"), blank=True)
     traceback = models.TextField(blank=True)
     cancel_requested = models.BooleanField(_("cancel requested"), default=False)
-    created_at = models.DateTimeField(_("created"), auto_now_add=True)
-    started_at = models.DateTimeField(_("started"), null=True, blank=True)
-    # Touched on claim and after every page: a running run whose heartbeat stops is stale.
-    heartbeat_at = models.DateTimeField(_("last sign of life"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

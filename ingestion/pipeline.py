@@ -46,8 +46,9 @@ from ingestion.index import (
 )
 from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
-from ingestion.parsers.base import ParseError, parser_for
-from ingestion.runs import enqueue_run, new_ingest_run
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import parser_for
+from ingestion.runs import enqueue_run
 from ingestion.stages import Profile, current_profile, profiling, stage
 from ingestion.versions import complete_build_if_done
 from knowledge.events import send_collection_event_on_commit
@@ -72,17 +73,6 @@ class IngestResult:
             "pages_kept": self.pages_kept,
             "chunks_written": self.chunks_written,
         }
-
-
-def claim(run: IngestionRun) -> bool:
-    """Take a queued run; False when another worker already has it (healthchecks' sendalerts)."""
-    now = timezone.now()
-    updated = IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
-        status=IngestionRun.Status.RUNNING, started_at=now, heartbeat_at=now
-    )
-    if updated == 1:
-        run.refresh_from_db()
-    return updated == 1
 
 
 def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult | None:
@@ -324,27 +314,6 @@ def _finish(
         status=status, error=error, traceback=trace, counts=counts or {}, finished_at=timezone.now()
     )
     run.refresh_from_db()
-
-
-def requeue_stale_runs(stale_after: timedelta) -> list[IngestionRun]:
-    """Runs whose worker stopped mid-document (killed, out of memory, machine lost): mark them
-    failed and queue the document again. The document stayed unsearchable meanwhile, and the
-    new run keeps every page that was completed."""
-    cutoff = timezone.now() - stale_after
-    stale = IngestionRun.objects.filter(status=IngestionRun.Status.RUNNING, heartbeat_at__lt=cutoff)
-    requeued = []
-    for run in stale.select_related("document"):
-        message = _("The worker stopped while indexing this document; it was queued again.")
-        if (
-            IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.RUNNING).update(
-                status=IngestionRun.Status.FAILED, error=message, finished_at=timezone.now()
-            )
-            != 1
-        ):
-            continue  # it finished meanwhile
-        if run.document is not None:
-            requeued.append(new_ingest_run(run.document))
-    return requeued
 
 
 def resend_lost_runs(stale_after: timedelta) -> list[IngestionRun]:

@@ -1,15 +1,17 @@
-"""Creating and queueing ingestion runs: a run's task is sent once the transaction that
-created it commits. The actions (actions.py), a reindex (versions.py) and the pipeline's
-requeueing of stale runs share these; they import no action, so actions.py may import them."""
+"""Creating and queueing ingestion runs: a run's task is sent by name once the transaction
+that created it commits (common.runs). The actions (actions.py), a reindex (versions.py)
+and the requeueing of stale runs share these."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
 
+from common.runs import send_on_commit
 from common.storage import local_copy
 from ingestion.models import IngestionRun
-from ingestion.parsers.base import ParseError, parser_for
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import parser_for
 from knowledge.models import Document
 
 QUICK_PAGES = 5  # pages (slides, pictures) a document on the quick queue may have
@@ -18,10 +20,7 @@ QUICK_PAGES = 5  # pages (slides, pictures) a document on the quick queue may ha
 def enqueue_run(run: IngestionRun) -> None:
     """Queue the run's task once the transaction that created it commits: a small document's
     on the quick queue (settings.QUICK_INGEST_BYTES), the rest on the ingest queue."""
-    from ingestion.tasks import ingest_document  # tasks imports the pipeline, which imports this
-
-    queue = "quick" if quick(run) else "ingest"
-    transaction.on_commit(lambda: ingest_document.apply_async((run.pk,), queue=queue))
+    send_on_commit(IngestionRun.task_name, run.pk, queue="quick" if quick(run) else "ingest")
 
 
 def quick(run: IngestionRun) -> bool:

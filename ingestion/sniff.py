@@ -79,30 +79,6 @@ def _sniff(head: bytes, name: str, whole: Path | File | BinaryIO) -> str:
     return _text_type(head, name.lower())
 
 
-def check_indexable(mime: str, name: str) -> None:
-    """Raise ParseError unless a parser reads files of type `mime`. The type is always the
-    content's; where the name says Word, PowerPoint or Excel, the message says what is wrong
-    with the content instead of listing the types that can be indexed."""
-    from ingestion.parsers.base import parser_for
-
-    try:
-        parser_for(mime)
-    except ParseError as exc:
-        suffix = PurePosixPath(name.lower()).suffix
-        if suffix not in OFFICE_NAMES:
-            raise
-        if mime == ZIP:
-            message = _(
-                "The file looks like a damaged or incomplete Office document (zip): save it again from its program."
-            )
-        else:
-            message = _(
-                "The name ends in %(suffix)s, but the content is not an Office document (those are zip archives): "
-                "check that this is the right file, or save it again from its program."
-            ) % {"suffix": suffix}
-        raise ParseError(message) from exc
-
-
 TEXT_TYPES = frozenset({TEXT, MARKDOWN, CSV, VTT, SRT})
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/tiff", "image/webp"})
 VIDEO_TYPES = frozenset({MP4, MOV, WEBM})
@@ -110,7 +86,7 @@ VIDEO_TYPES = frozenset({MP4, MOV, WEBM})
 # refused, naming what it holds ("lie.pdf" holding a web page is not indexed as text). A
 # picture is a picture and a video a video whatever their container: a PNG named .jpg is common
 # (the public evaluation has one, from Debian's GIMP manual) and opens everywhere. Office names
-# also take a zip: check_indexable says that one is damaged. Any text suits a text name; names
+# also take a zip: formats.check_indexable says that one is damaged. Any text suits a text name; names
 # not listed here (and no extension at all) leave the content to decide.
 NAMED_TYPES: dict[str, frozenset[str]] = {
     ".pdf": frozenset({PDF}),
@@ -152,7 +128,7 @@ def name_mismatch(handle: File | BinaryIO, mime: str, name: str) -> str | None:
     handle.seek(0)
     binary = next((kind for signature, kind in BINARY_SIGNATURES if head.startswith(signature)), None)
     if expected is TEXT_TYPES and mime == "application/octet-stream" and binary is None:
-        return None  # maybe text in an encoding nobody can tell: check_indexable says it cannot be read
+        return None  # maybe text in an encoding nobody can tell: formats.check_indexable says it cannot be read
     found = _described(mime, head, binary)
     return _("“%(name)s” is named %(suffix)s but holds %(found)s.") % {
         "name": filename,

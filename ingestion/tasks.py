@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from ingestion import pipeline
+from common.runs import claim, stale_after
+from ingestion import pipeline, versions
 from ingestion.models import IngestionRun
 from providers import registry
 from providers.base import ProviderError
@@ -33,20 +31,19 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
         # record that and left it running): put it back in the queue state to claim it again.
         ended = (IngestionRun.Status.FAILED, IngestionRun.Status.RUNNING)
         IngestionRun.objects.filter(pk=run.pk, status__in=ended).update(status=IngestionRun.Status.QUEUED, error="")
-    if not pipeline.claim(run):
+    if not claim(run):
         return None  # another worker has it, or it already finished
     result = pipeline.ingest_document(run, registry.text_embedder())
     return result.as_counts() if result else None
 
 
-@shared_task(name="ingestion.requeue_stale_runs")
-def requeue_stale_runs() -> int:
-    """Run by beat every minute."""
-    stale_after = timedelta(minutes=settings.RUN_STALE_MINUTES)
-    requeued = pipeline.requeue_stale_runs(stale_after)
-    if _waiting("ingest") == 0:  # queued runs have no message left: the broker lost them
-        requeued += pipeline.resend_lost_runs(stale_after)
-    return len(requeued)
+@shared_task(name="ingestion.resend_lost_runs")
+def resend_lost_runs() -> int:
+    """Run by beat every minute: queued runs whose message the broker lost are sent again
+    (running ones whose worker stopped: portal.requeue_stale_runs)."""
+    if _waiting("ingest"):  # a message waits, so the queued runs may still have theirs
+        return 0
+    return len(pipeline.resend_lost_runs(stale_after()))
 
 
 def _waiting(queue: str) -> int:
@@ -65,6 +62,4 @@ def _waiting(queue: str) -> int:
 @shared_task(name="ingestion.reindex_outdated")
 def reindex_outdated() -> int:
     """Run by beat every few minutes: a changed embedder or chunk settings get a new version."""
-    from ingestion.versions import reindex_outdated as start
-
-    return len(start(registry.text_embedder()))
+    return len(versions.reindex_outdated(registry.text_embedder()))

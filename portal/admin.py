@@ -1,12 +1,20 @@
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.db.models import CharField, F, QuerySet, Value
+from django.db.models.functions import Cast, Coalesce, Concat
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from assistant.memory.service import forget_user
+from common.runs import Run
+from ingestion.models import IngestionRun
+from knowledge.models import Collection
 from portal.models import User
+from quality.models import EvaluationRun
+from sources.models import SyncRun
 
 
 @admin.register(User)
@@ -27,3 +35,63 @@ class UserAdmin(DjangoUserAdmin):
             gettext("Deleted %(memories)d memories of %(users)d user(s).") % {"memories": deleted, "users": len(users)},
             level=messages.SUCCESS,
         )
+
+
+# The newest runs of every kind shown on the admin's "Background runs" page.
+RUNS_SHOWN = 200
+RUN_KINDS = {
+    "ingestion": (_("Ingestion"), "admin:ingestion_ingestionrun_change"),
+    "sync": (_("Source sync"), "admin:sources_syncrun_change"),
+    "evaluation": (_("Evaluation"), "admin:quality_evaluationrun_change"),
+}
+_SHARED = ["pk", "status", "progress", "total", "requested_by__email", "created_at", "started_at", "finished_at"]
+
+
+def all_runs(request: HttpRequest) -> HttpResponse:
+    """Every kind of background run (common.runs), newest first, in one list with the same
+    columns; each row links to its own admin page. Staff see the runs of the collections
+    their run admins show them (syncs: those they manage)."""
+    user = request.user
+    ingestion = IngestionRun.objects.all()
+    syncs = SyncRun.objects.all()
+    evaluations = EvaluationRun.objects.all()
+    if not user.is_superuser:
+        visible = Collection.objects.visible_to(user).values("pk")
+        ingestion = ingestion.filter(collection__in=visible)
+        syncs = syncs.filter(source__collection__in=Collection.objects.manageable_by(user).values("pk"))
+        evaluations = evaluations.filter(collection__in=visible)
+    rows = (
+        ingestion.annotate(
+            run_kind=Value("ingestion"),
+            subject=Coalesce("document__name", "collection__name"),
+            place=F("collection__name"),
+        )
+        .values(*_SHARED, "run_kind", "subject", "place")
+        .union(
+            syncs.annotate(
+                run_kind=Value("sync"), subject=F("source__name"), place=F("source__collection__name")
+            ).values(*_SHARED, "run_kind", "subject", "place"),
+            evaluations.annotate(
+                run_kind=Value("evaluation"),
+                subject=Concat(Value("v"), Cast("version_number", CharField())),
+                place=F("collection__name"),
+            ).values(*_SHARED, "run_kind", "subject", "place"),
+            all=True,
+        )
+        .order_by("-created_at")[:RUNS_SHOWN]
+    )
+    statuses = dict(Run.Status.choices)
+    shown = [
+        {
+            **row,
+            "kind_label": RUN_KINDS[row["run_kind"]][0],
+            "status_label": statuses.get(row["status"], row["status"]),
+            "url": reverse(RUN_KINDS[row["run_kind"]][1], args=[row["pk"]]),
+        }
+        for row in rows
+    ]
+    context = {**admin.site.each_context(request), "title": _("Background runs"), "runs": shown, "limit": RUNS_SHOWN}
+    return TemplateResponse(request, "admin/runs.html", context)
+
+
+admin.site.index_template = "admin/portal_index.html"

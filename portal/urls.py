@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from portal.admin import all_runs
 from portal.views import healthz
 
 # Errors no view answered itself: JSON under /api/, the HTML page elsewhere.
@@ -28,6 +29,7 @@ urlpatterns = [
         RedirectView.as_view(url=static("portal/favicon.svg"), permanent=True),
         name="favicon",
     ),
+    path("admin/runs/", admin.site.admin_view(all_runs), name="admin-runs"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),

@@ -171,7 +171,7 @@ def do_start_evaluation(
             changes = {"answers": (None, answers)}
             label = f"{collection} v{version.number}"
             record(Action.EVALUATION_START, run, label=label, changes=changes, **collection.audit_scope())
-        transaction.on_commit(lambda: runs.enqueue(run.pk))
+        runs.enqueue(run)
         send_collection_event_on_commit(collection.pk, runs.progress_event(run))
     return run
 

@@ -13,6 +13,7 @@ from django.utils.translation import pgettext_lazy
 
 from assistant.models import Message
 from assistant.retrieval.evaluation import LANGS, TYPES, UNANSWERABLE
+from common.runs import Run
 from knowledge.models import Collection, Document, IndexVersion
 from portal.typing import AnyUser
 
@@ -143,15 +144,11 @@ class GoldenQuestion(models.Model):
         }
 
 
-class EvaluationRun(models.Model):
+class EvaluationRun(Run):
     """One evaluation of an index version on the collection's golden questions; a gate run
-    also evaluates the version serving then (`baseline`) and decides the flip."""
+    also evaluates the version serving then (`baseline`) and decides the flip (common.runs)."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", _("Queued")
-        RUNNING = "running", _("Running")
-        SUCCEEDED = "succeeded", _("Succeeded")
-        FAILED = "failed", _("Failed")
+    task_name = "quality.evaluate_version"
 
     class Purpose(models.TextChoices):
         MANUAL = "manual", _("Asked for")
@@ -182,23 +179,14 @@ class EvaluationRun(models.Model):
     baseline_number = models.PositiveIntegerField(_("compared with version"), null=True, blank=True)
     purpose = models.CharField(_("purpose"), max_length=8, choices=Purpose.choices, default=Purpose.MANUAL)
     answers = models.BooleanField(_("answers scored"), default=False)
-    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.QUEUED)
-    done = models.PositiveIntegerField(_("questions done"), default=0)
+    progress = models.PositiveIntegerField(_("questions done"), default=0)
     total = models.PositiveIntegerField(_("questions"), default=0)
     stale = models.PositiveIntegerField(_("stale questions"), default=0)
-    error = models.TextField(_("error"), blank=True)
     # {"version": by_slice of retrieval means, "baseline": the same, "answers": answer_summary}
     summary = models.JSONField(_("summary"), default=dict, blank=True)
     per_question = models.JSONField(_("per question"), default=list, blank=True)
     drops = models.JSONField(_("drops in points"), default=dict, blank=True)  # metric: baseline - version
     decision = models.CharField(_("decision"), max_length=16, choices=Decision.choices, blank=True)
-    requested_by = models.ForeignKey(
-        conf.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    created_at = models.DateTimeField(_("created"), auto_now_add=True)
-    started_at = models.DateTimeField(_("started"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     seconds = models.FloatField(_("seconds"), null=True, blank=True)
 
     class Meta:

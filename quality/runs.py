@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from assistant.busy import wait_until_idle
 from audit.log import record
 from audit.models import Action
+from common.runs import send_on_commit
 from ingestion import versions
 from knowledge.events import send_collection_event, send_collection_event_on_commit
 from knowledge.models import Collection, IndexVersion
@@ -32,10 +31,9 @@ log = logging.getLogger(__name__)
 EVENT_INTERVAL = 1.0  # seconds between progress events
 
 
-def enqueue(run_id: int) -> None:
-    from quality.tasks import evaluate_version
-
-    evaluate_version.delay(run_id)
+def enqueue(run: EvaluationRun) -> None:
+    """Send the run's task once the transaction that created it commits."""
+    send_on_commit(EvaluationRun.task_name, run.pk)
 
 
 def count_steps(found: evaluation.Questions, answers: bool, *, gate: bool) -> int:
@@ -43,20 +41,6 @@ def count_steps(found: evaluation.Questions, answers: bool, *, gate: bool) -> in
     one) and answers: its progress bar's length."""
     searched = sum(question.answerable for question in found.usable)
     return searched * (2 if gate else 1) + (len(found.usable) if answers else 0)
-
-
-def claim(run: EvaluationRun) -> bool:
-    """Queued → running, by one worker only. A run still marked running whose heartbeat is
-    older than PORTAL_RUN_STALE_MINUTES lost its worker (killed mid-run: the broker hands the
-    unacknowledged task to another), and is started again from its first question."""
-    now = timezone.now()
-    stale = now - timedelta(minutes=settings.RUN_STALE_MINUTES)
-    claimable = Q(status=EvaluationRun.Status.QUEUED) | Q(status=EvaluationRun.Status.RUNNING, heartbeat_at__lt=stale)
-    return bool(
-        EvaluationRun.objects.filter(claimable, pk=run.pk).update(
-            status=EvaluationRun.Status.RUNNING, started_at=now, heartbeat_at=now, done=0
-        )
-    )
 
 
 def execute(run: EvaluationRun) -> EvaluationRun:
@@ -115,9 +99,9 @@ class _Ticker:
         self.last = 0.0
 
     def step(self, _number: int, _of: int) -> None:
-        self.run.done += 1
-        EvaluationRun.objects.filter(pk=self.run.pk).update(done=self.run.done, heartbeat_at=timezone.now())
-        if time.monotonic() - self.last >= EVENT_INTERVAL or self.run.done == self.run.total:
+        self.run.progress += 1
+        EvaluationRun.objects.filter(pk=self.run.pk).update(progress=self.run.progress, heartbeat_at=timezone.now())
+        if time.monotonic() - self.last >= EVENT_INTERVAL or self.run.progress == self.run.total:
             self.last = time.monotonic()
             _send(self.run)
         wait_until_idle(settings.EVALUATION_IDLE_WAIT, ingestion=False, what="evaluate")
@@ -127,7 +111,8 @@ def _finish(run: EvaluationRun, started: float, *, status: str, error: str = "")
     run.status, run.error = status, error[:2000]
     run.finished_at = timezone.now()
     run.seconds = round(time.perf_counter() - started, 2)
-    run.save(update_fields=["status", "error", "finished_at", "seconds", "summary", "per_question", "drops", "done"])
+    fields = ["status", "error", "finished_at", "seconds", "summary", "per_question", "drops", "progress"]
+    run.save(update_fields=fields)
     _send(run)
 
 
@@ -172,7 +157,7 @@ def progress_event(run: EvaluationRun) -> dict[str, Any]:
         "run": run.pk,
         "version": run.version_number,
         "status": run.status,
-        "done": run.done,
+        "done": run.progress,
         "total": run.total,
         "decision": run.decision,
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from common.runs import claim
 from quality import runs
 from quality.models import EvaluationRun
 
@@ -13,7 +14,6 @@ from quality.models import EvaluationRun
 @shared_task(name="quality.evaluate_version", acks_late=True, ignore_result=True)
 def evaluate_version(run_id: int) -> str | None:
     run = EvaluationRun.objects.select_related("collection", "version", "baseline").filter(pk=run_id).first()
-    if run is None or not runs.claim(run):
+    if run is None or not claim(run, progress=0):
         return None  # deleted with its collection, or another worker has it
-    run.refresh_from_db()
     return runs.execute(run).status

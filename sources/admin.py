@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from common.run_admin import RUN_COLUMNS, RUN_FIELDS, RunColumns
 from knowledge.admin import VisibleOnlyAdmin
 from knowledge.models import Collection
 from sources.actions import FIELDS, do_delete_source, do_save_source, do_start_sync
@@ -96,28 +97,14 @@ class SourceAdmin(VisibleOnlyAdmin):
 
 
 @admin.register(SyncRun)
-class SyncRunAdmin(VisibleOnlyAdmin):
+class SyncRunAdmin(RunColumns, VisibleOnlyAdmin):
     """What each sync did; runs are made by Sync now and the schedule, never here."""
 
-    list_display = ["__str__", "source", "status", "trigger", "requested_by", "progress", "total", "finished_at"]
+    list_display = [*RUN_COLUMNS, "source", "trigger"]
     list_filter = ["status", "trigger"]
     list_select_related = ["source", "source__collection", "requested_by"]
     search_fields = ["source__name"]
-    readonly_fields = [
-        "source",
-        "status",
-        "trigger",
-        "requested_by",
-        "counts",
-        "failures",
-        "progress",
-        "total",
-        "error",
-        "created_at",
-        "started_at",
-        "heartbeat_at",
-        "finished_at",
-    ]
+    readonly_fields = ["source", "trigger", *RUN_FIELDS, "counts", "failures"]
 
     def restrict(self, queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
         return queryset.filter(source__collection__in=Collection.objects.manageable_by(request.user).values("pk"))
@@ -125,9 +112,6 @@ class SyncRunAdmin(VisibleOnlyAdmin):
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
         # The link from a source's page; the queryset is already restricted.
         return lookup == "source__id__exact" or super().lookup_allowed(lookup, value, request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from common.runs import Run
 from sources import crypto
 from sources.remotes.base import Credentials, Location
 
@@ -127,35 +128,23 @@ class SourceFile(models.Model):
         return self.path
 
 
-class SyncRun(models.Model):
-    """One sync of a source: how far it got, what it found, and why files were skipped."""
+class SyncRun(Run):
+    """One sync of a source (common.runs): how far it got, what it found, and why files were
+    skipped."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", _("Queued")
-        RUNNING = "running", _("Running")
-        SUCCEEDED = "succeeded", _("Succeeded")
-        FAILED = "failed", _("Failed")
+    task_name = "sources.sync_source"
 
     class Trigger(models.TextChoices):
         SCHEDULE = "schedule", _("Schedule")
         MANUAL = "manual", _("By hand")
 
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs", verbose_name=_("source"))
-    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.QUEUED)
     trigger = models.CharField(_("started by"), max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     # listed, added, changed, unchanged, renamed, deleted, failed
     counts = models.JSONField(_("counts"), default=dict, blank=True)
     failures = models.JSONField(_("failed files"), default=list, blank=True)  # [{"path", "error"}]
     progress = models.PositiveIntegerField(_("files done"), default=0)
     total = models.PositiveIntegerField(_("files"), null=True, blank=True)
-    error = models.TextField(_("error"), blank=True)
-    created_at = models.DateTimeField(_("created"), auto_now_add=True)
-    started_at = models.DateTimeField(_("started"), null=True, blank=True)
-    heartbeat_at = models.DateTimeField(_("last sign of life"), null=True, blank=True)
-    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -34,6 +34,7 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
+from common.runs import claim
 from ingestion import pipeline
 from ingestion.actions import do_add_document
 from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
@@ -188,7 +189,7 @@ class Syncer:
         else:
             SourceFile.objects.filter(pk=before.pk).update(signal=entry.signal, content_id=entry.content_id)
             self.counts["changed"] += 1
-        if ingest is not None and self.inline and pipeline.claim(ingest):
+        if ingest is not None and self.inline and claim(ingest):
             pipeline.ingest_document(ingest, registry.text_embedder())
 
     def _fetch(self, entry: Entry) -> Path:
@@ -241,16 +242,6 @@ class Syncer:
         self.run.counts, self.run.failures, self.run.heartbeat_at = self.counts, self.failures, timezone.now()
         self.run.save(update_fields=["counts", "failures", "progress", "total", "heartbeat_at"])
         send_collection_event(self.collection.pk, self.run.as_event())
-
-
-def claim(run: SyncRun) -> bool:
-    """Queued → running, by one worker only."""
-    now = timezone.now()
-    return bool(
-        SyncRun.objects.filter(pk=run.pk, status=SyncRun.Status.QUEUED).update(
-            status=SyncRun.Status.RUNNING, started_at=now, heartbeat_at=now
-        )
-    )
 
 
 def execute(run: SyncRun, *, inline: bool = False) -> SyncRun:

@@ -48,6 +48,7 @@ from assistant.memory.service import MemoryItem, MemoryUnavailable, memories
 from assistant.models import Message
 from common.cancelled import Cancelled
 from common.language import language_of
+from common.runs import send_now
 from providers import registry
 from providers.base import ChatModel, ProviderError, Role
 
@@ -239,10 +240,8 @@ def _remember_later(session: Session, message: Message) -> None:
         return
 
     def queue() -> None:
-        from assistant.tasks import remember_turn
-
         try:
-            remember_turn.delay(message.pk)
+            send_now("assistant.remember_turn", message.pk)
         except Exception:  # a broker outage costs a memory, not the answer
             log.warning("Could not queue the memories of message %s", message.pk, exc_info=True)
 

@@ -1,1 +1,1 @@
-"""One module per format (see base.parser_for, which imports them all through `formats`)."""
+"""One module per format; formats.py lists them all (formats.parser_for picks one)."""

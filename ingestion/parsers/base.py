@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from django.utils.translation import gettext as _
-
 BlockKind = Literal["heading", "text", "table", "image", "picture", "notes", "audio"]
 PageKind = Literal["pdf_page", "slide", "section", "image", "video_segment", "text_block"]
 BBox = tuple[float, float, float, float]
@@ -83,7 +81,7 @@ class ParsedPage:
 
 
 class Parser(ABC):
-    """One file format. Subclasses set `mime_types` and register with @register."""
+    """One file format. Subclasses set `mime_types` and are listed in formats.PARSERS."""
 
     mime_types: ClassVar[tuple[str, ...]] = ()
     # Its pages cost about what embedding their text costs (no OCR, renders or models): a small
@@ -113,15 +111,6 @@ class Parser(ABC):
         return None
 
 
-_REGISTRY: dict[str, type[Parser]] = {}
-
-
-def register(parser: type[Parser]) -> type[Parser]:
-    for mime in parser.mime_types:
-        _REGISTRY[mime] = parser
-    return parser
-
-
 def markdown_row(cells: Sequence[str]) -> str:
     return "|" + "|".join(cell.replace("|", "\\|").replace("\n", " ") for cell in cells) + "|"
 
@@ -130,21 +119,3 @@ def markdown_table(rows: Sequence[Sequence[str]]) -> str:
     """A Markdown table with the first row as its header: how every parser writes tables."""
     lines = [markdown_row(row) for row in rows]
     return "\n".join([lines[0], "|" + "---|" * len(rows[0]), *lines[1:]])
-
-
-def parser_for(mime: str) -> Parser:
-    from ingestion.parsers import formats  # noqa: F401  (imports every format module, which registers it)
-
-    parser = _REGISTRY.get(mime)
-    if parser is None:
-        raise ParseError(
-            _("Files of type %(type)s cannot be indexed (supported: %(supported)s).")
-            % {"type": mime, "supported": ", ".join(sorted(_REGISTRY))}
-        )
-    return parser()
-
-
-def supported_types() -> list[str]:
-    from ingestion.parsers import formats  # noqa: F401
-
-    return sorted(_REGISTRY)

@@ -22,7 +22,7 @@ from docx.text.paragraph import Paragraph
 from lxml import etree
 
 from ingestion.parsers.archive import check_archive
-from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, markdown_table, register
+from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, markdown_table
 from ingestion.sniff import DOCX
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,6 @@ TABLE_OF_CONTENTS = etree.XPath(
 )
 
 
-@register
 class DocxParser(Parser):
     mime_types = (DOCX,)
 

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, register
+from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser
 
 MAX_RENDER_SIDE = 2000  # pixels: enough for OCR and for display, bounded in size
 # Pillow's DecompressionBombError says "Image size (400000000 pixels) exceeds limit of …".
@@ -22,7 +22,6 @@ BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
 EXIF_ORIENTATION, EXIF_DATETIME, EXIF_IFD, EXIF_DATETIME_ORIGINAL = 0x0112, 0x0132, 0x8769, 0x9003
 
 
-@register
 class ImageParser(Parser):
     mime_types = ("image/png", "image/jpeg", "image/webp", "image/gif", "image/tiff")
 

@@ -9,13 +9,12 @@ from pathlib import Path
 
 from django.utils.translation import gettext as _
 
-from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, register
+from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser
 from ingestion.sniff import VIDEO_LINK
 
 FIELDS = ("url", "title", "description")
 
 
-@register
 class VideoLinkParser(Parser):
     mime_types = (VIDEO_LINK,)
 

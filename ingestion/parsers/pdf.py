@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 
 from common.render import render_png
 from ingestion import tables as grids
-from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table, register
+from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table
 from ingestion.stages import stage
 
 RENDER_DPI = 110  # pictures PyMuPDF cannot extract alone are drawn from the page at this size
@@ -46,7 +46,6 @@ T1_CONTROLS = str.maketrans(
 )
 
 
-@register
 class PdfParser(Parser):
     mime_types = ("application/pdf",)
 

@@ -29,7 +29,7 @@ from pptx.slide import Slide
 from pptx.table import Table
 
 from ingestion.parsers.archive import check_archive
-from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table, register
+from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table
 from ingestion.parsers.docx import image_png
 from ingestion.sniff import PPTX
 
@@ -44,7 +44,6 @@ IDENTITY: Transform = (1.0, 1.0, 0.0, 0.0)
 Render = Callable[[int], bytes | None]  # slide index (0-based) to its PNG
 
 
-@register
 class PptxParser(Parser):
     mime_types = (PPTX,)
 

@@ -34,7 +34,7 @@ from django.utils.translation import gettext as _
 
 from ingestion.encoding import decode_text
 from ingestion.parsers.archive import check_archive
-from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, markdown_table, register
+from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, markdown_table
 from ingestion.sniff import CSV, XLSX
 
 ROWS_PER_PAGE = 200
@@ -51,7 +51,6 @@ Row = tuple[str, ...]
 NumberedRow = tuple[int, Row]  # the row's number as a spreadsheet program shows it, its cells
 
 
-@register
 class XlsxParser(Parser):
     mime_types = (XLSX,)
 
@@ -160,7 +159,6 @@ def _text(value: str) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
-@register
 class CsvParser(Parser):
     mime_types = (CSV,)
 

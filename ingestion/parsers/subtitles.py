@@ -12,7 +12,7 @@ from pathlib import Path
 from django.utils.translation import gettext as _
 
 from ingestion.encoding import decode_text
-from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, register
+from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser
 from ingestion.parsers.video import SEGMENT_SECONDS
 from ingestion.sniff import SRT, VTT
 
@@ -30,7 +30,6 @@ class Cue:
     text: str
 
 
-@register
 class SubtitleParser(Parser):
     mime_types = (VTT, SRT)
 

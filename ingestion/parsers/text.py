@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ingestion.encoding import decode_text
-from ingestion.parsers.base import Block, ParsedPage, Parser, register
+from ingestion.parsers.base import Block, ParsedPage, Parser
 
 ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 FENCE = re.compile(r"^(```|~~~)")
@@ -28,7 +28,6 @@ class _SectionsParser(Parser):
             return None
 
 
-@register
 class MarkdownParser(_SectionsParser):
     mime_types = ("text/markdown",)
 
@@ -69,7 +68,6 @@ def _paragraphs(body: str) -> list[str]:
     return [part.strip() for part in re.split(r"\n[ \t]*\n", body) if part.strip()]
 
 
-@register
 class TextParser(_SectionsParser):
     mime_types = ("text/plain",)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser, register
+from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser
 from ingestion.sniff import MOV, MP4, WEBM
 
 SEGMENT_SECONDS = 60  # one page per minute of video
@@ -62,7 +62,6 @@ class Frame:
     path: Path
 
 
-@register
 class VideoParser(Parser):
     mime_types = (MP4, WEBM, MOV)
 

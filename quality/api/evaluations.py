@@ -21,6 +21,8 @@ from quality.models import EvaluationRun
 
 
 class EvaluationRunSerializer(serializers.ModelSerializer[EvaluationRun]):
+    done = serializers.IntegerField(source="progress", read_only=True)  # questions done, as the API always said
+
     class Meta:
         model = EvaluationRun
         fields = [

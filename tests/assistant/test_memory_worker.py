@@ -65,7 +65,12 @@ def test_a_run_with_no_sign_of_life_holds_nobody_up(alice, settings):
 
 def test_a_document_question_queues_no_memory_task_and_a_statement_does(alice, policies, monkeypatch):
     queued: list[int] = []
-    monkeypatch.setattr(remember_turn, "delay", queued.append)
+
+    def send_now(task_name: str, message_id: int) -> None:
+        assert task_name == remember_turn.name
+        queued.append(message_id)
+
+    monkeypatch.setattr("assistant.answering.pipeline.send_now", send_now)
     monkeypatch.setattr("django.db.transaction.on_commit", lambda callback, **kwargs: callback())
     model = ScriptedChat(route='{"strategy": "direct", "reason": "x"}', answer="文档中没有找到答案。")
 

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from ingestion.chunking import ChunkSettings, chunk_page, split_text
 from ingestion.encoding import decode_text
-from ingestion.parsers.base import Block, ParsedPage, ParseError, parser_for
+from ingestion.parsers.base import Block, ParsedPage, ParseError
+from ingestion.parsers.formats import parser_for
 from ingestion.sniff import sniff_bytes
 
 EXAMPLES = int(os.environ.get("PORTAL_FUZZ_EXAMPLES", "12"))

@@ -84,9 +84,10 @@ def handbook_pdf(path: Path) -> Path:
 
 def ingest(collection: Collection, name: str, data: bytes) -> Document:
     """`data` added to `collection` as `name` and indexed in this process by the real pipeline."""
+    from common.runs import claim
     from ingestion import actions
     from ingestion.models import IngestionRun
-    from ingestion.pipeline import claim, ingest_document
+    from ingestion.pipeline import ingest_document
     from providers import registry
 
     document, run = actions.do_add_document(collection, name, data, enqueue=False)

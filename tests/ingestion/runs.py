@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from common.runs import claim
 from ingestion import actions
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
+from ingestion.pipeline import ingest_document
 from knowledge.models import Chunk, Collection, Document, IndexVersion, TermStat
 from providers import registry
 

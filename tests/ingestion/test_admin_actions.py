@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from common.runs import claim
 from ingestion import actions
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
+from ingestion.pipeline import ingest_document
 from knowledge.models import Collection, Document, IndexVersion
 
 pytestmark = pytest.mark.usefixtures("media")

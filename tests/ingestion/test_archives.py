@@ -8,7 +8,8 @@ import zipfile
 
 import pytest
 
-from ingestion.parsers.base import ParseError, parser_for
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import parser_for
 from ingestion.sniff import DOCX, XLSX
 
 PARTS = {"[Content_Types].xml": "<Types/>", "word/document.xml": "<w:document/>"}
@@ -47,9 +48,10 @@ def test_a_workbook_missing_its_workbook_part_names_it(tmp_path):
 
 @pytest.mark.django_db
 def test_a_bomb_fails_its_own_run_and_keeps_what_was_stored(private_collection, settings, tmp_path):
+    from common.runs import claim
     from ingestion import actions
     from ingestion.models import IngestionRun
-    from ingestion.pipeline import claim, ingest_document
+    from ingestion.pipeline import ingest_document
     from knowledge.models import Document
     from providers import registry
 

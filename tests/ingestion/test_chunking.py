@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from ingestion.chunking import ChunkSettings, chunk_page, split_text
-from ingestion.parsers.base import Block, ParsedPage, parser_for
+from ingestion.parsers.base import Block, ParsedPage
+from ingestion.parsers.formats import parser_for
 from tests.ingestion.files import handbook_pdf
 
 SENTENCE = "公司的差旅报销政策规定，员工出差期间的交通、住宿和餐饮费用可以凭发票报销。"

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Chunk, Document, Role
-from tests.conftest import set_role, token_for
+from tests.conftest import set_role, token_for, wait_for
 from tests.ingestion.files import handbook_pdf
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
@@ -20,13 +18,11 @@ def upload(api, collection_id: int, *files: tuple[str, bytes]):
 
 
 def wait_ready(api, document_id: int, timeout: float = 90) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ended() -> dict | None:
         body = api.get(f"/api/documents/{document_id}/").json()
-        if body["status"] in ("ready", "failed"):
-            return body
-        time.sleep(0.5)
-    raise AssertionError(f"document {document_id} still {body['status']} after {timeout} s")
+        return body if body["status"] in ("ready", "failed") else None
+
+    return wait_for(ended, timeout, f"document {document_id} ready or failed", every=0.5)
 
 
 @pytest.mark.stack

@@ -17,12 +17,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from audit.models import Action, Entry
+from common.runs import claim
 from ingestion.actions import do_add_document, do_sync_folder
 from ingestion.sniff import DOCX, MOV, MP4, PDF, TEXT, name_mismatch, sniff_bytes
 from knowledge.models import Document
 from sources.actions import do_save_source
 from sources.models import Source, SyncRun
-from sources.sync import claim, execute
+from sources.sync import execute
 from tests.conftest import token_for
 from tests.ingestion.files import png
 from tests.ingestion.office_files import handbook_docx, jpeg

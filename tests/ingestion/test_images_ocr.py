@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from ingestion.models import DerivedText
-from ingestion.parsers.base import ParseError, parser_for
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import parser_for
 from ingestion.sniff import sniff_bytes
 from knowledge.models import Chunk, Page, PageImage
 from providers import registry

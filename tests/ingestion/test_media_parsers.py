@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from ingestion.parsers import video as video_parser
-from ingestion.parsers.base import ParsedPage, ParseError, parser_for, supported_types
+from ingestion.parsers.base import ParsedPage, ParseError
+from ingestion.parsers.formats import parser_for, supported_types
 from ingestion.sniff import MOV, MP4, SRT, VIDEO_LINK, VTT, WEBM, sniff
 from tests.ingestion.media_files import (
     ffmpeg,

@@ -10,10 +10,11 @@ from django.core.exceptions import ValidationError
 from ingestion import actions
 from ingestion.chunking import chunk_page
 from ingestion.parsers import pptx as pptx_parser
-from ingestion.parsers.base import ParsedPage, ParseError, parser_for
+from ingestion.parsers.base import ParsedPage, ParseError
 from ingestion.parsers.docx import DocxParser, image_png
+from ingestion.parsers.formats import check_indexable, parser_for
 from ingestion.parsers.pptx import PptxParser
-from ingestion.sniff import DOCX, PPTX, ZIP, check_indexable, sniff, sniff_bytes
+from ingestion.sniff import DOCX, PPTX, ZIP, sniff, sniff_bytes
 from knowledge.models import Document
 from tests.ingestion.files import png
 from tests.ingestion.office_files import (

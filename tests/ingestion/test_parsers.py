@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.parsers.base import ParseError, parser_for, supported_types
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import parser_for, supported_types
 from ingestion.sniff import sniff
 from tests.ingestion.files import ZERO_PAGE_PDF, handbook_pdf
 
@@ -218,3 +219,16 @@ def test_a_zero_page_pdf_is_refused_by_the_parser(tmp_path):
     path.write_bytes(ZERO_PAGE_PDF)
     with pytest.raises(ParseError, match="no pages"):
         list(parser_for("application/pdf").pages(path))
+
+
+def test_every_parser_is_in_the_formats_table_once():
+    from ingestion.parsers.base import Parser
+    from ingestion.parsers.formats import BY_TYPE, PARSERS
+
+    def concrete(cls: type) -> set[type]:
+        subs = cls.__subclasses__()
+        found = {sub for sub in subs if getattr(sub, "mime_types", ()) and sub.__module__.startswith("ingestion.")}
+        return found.union(*(concrete(sub) for sub in subs))
+
+    assert concrete(Parser) == set(PARSERS)  # a parser written but not listed reads nothing
+    assert len(BY_TYPE) == sum(len(parser.mime_types) for parser in PARSERS)  # no type read by two

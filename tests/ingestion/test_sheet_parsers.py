@@ -6,7 +6,8 @@ import pytest
 
 from ingestion.chunking import chunk_page
 from ingestion.parsers import sheets
-from ingestion.parsers.base import ParseError, parser_for
+from ingestion.parsers.base import ParseError
+from ingestion.parsers.formats import parser_for
 from ingestion.parsers.sheets import CsvParser, XlsxParser
 from ingestion.sniff import CSV, XLSX, sniff
 from tests.ingestion.sheet_files import (

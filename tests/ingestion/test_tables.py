@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ingestion import tables
 from ingestion.chunking import ChunkSettings, chunk_page
-from ingestion.parsers.base import Block, ParsedPage, markdown_table, parser_for
+from ingestion.parsers.base import Block, ParsedPage, markdown_table
+from ingestion.parsers.formats import parser_for
 
 FILES = Path(__file__).resolve().parent.parent / "files" / "tables"
 

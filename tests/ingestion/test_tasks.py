@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from common.runs import claim
 from ingestion import actions
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim
 from knowledge.models import Document
 from providers import registry
 from providers.base import ProviderError

@@ -14,9 +14,10 @@ from django.db import connection
 
 from assistant.retrieval import search as search_module
 from assistant.retrieval.search import search
+from common.runs import claim
 from ingestion import actions, versions
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
+from ingestion.pipeline import ingest_document
 from knowledge.models import Chunk, Collection, IndexedDocument, IndexVersion
 from providers import registry
 from tests.ingestion.files import POLICY

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 from assistant.retrieval.search import search
 from ingestion import actions
-from ingestion.parsers.base import parser_for
+from ingestion.parsers.formats import parser_for
 from ingestion.sniff import VIDEO_LINK
 from knowledge.models import Document, Role
 from tests.conftest import set_role, token_for

@@ -17,10 +17,10 @@ from ingestion.models import IngestionRun
 from knowledge.models import Chunk, Document
 from providers import registry
 from providers.config import RoleConfig
-from tests.assistant.wire import Reply, Wire, completion, serve
 from tests.ingestion.files import png
 from tests.ingestion.image_files import text_image
 from tests.ingestion.runs import CountingEmbedder, add, run_it
+from tests.providers.wire import Reply, Wire, completion, serve
 
 CAPTION = "A bar chart of quarterly travel spending beside a red company logo."
 PATH = "/v1/chat/completions"

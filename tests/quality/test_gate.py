@@ -6,11 +6,14 @@ test_quality_loop.py's)."""
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
 from django.urls import reverse
 
 from audit.models import Action, Entry
+from common.runs import claim
 from ingestion import actions, versions
 from knowledge.models import Collection, IndexedDocument, IndexVersion
+from portal.tasks import requeue_stale_runs
 from providers import registry
 from providers.base import ProviderError
 from quality import evaluation, runs
@@ -29,7 +32,10 @@ TEXT = {
 
 @pytest.fixture(autouse=True)
 def evaluations_run_here(monkeypatch):
-    monkeypatch.setattr(runs, "enqueue", lambda run_id: evaluate_version.apply(args=(run_id,)))
+    def run_here(run):
+        transaction.on_commit(lambda: evaluate_version.apply(args=(run.pk,)))
+
+    monkeypatch.setattr(runs, "enqueue", run_here)
 
 
 @pytest.fixture
@@ -75,7 +81,7 @@ def test_a_version_no_worse_than_the_active_one_flips_after_its_evaluation(index
     assert run.decision == "flipped"
     assert run.drops == {"hit@1": 0.0, "hit@5": 0.0, "mrr": 0.0}
     assert run.summary["version"]["overall"]["hit@1"] == 1.0  # both questions find their page first
-    assert run.done == run.total == 4  # two questions, in two versions
+    assert run.progress == run.total == 4  # two questions, in two versions
     assert version.status == "active"
     assert indexed.active_version_id == version.pk
     assert Entry.objects.filter(action=Action.INDEX_FLIP, object_id=str(version.pk)).exists()
@@ -171,7 +177,7 @@ def test_answers_are_scored_on_demand_and_leave_no_conversation(alice, indexed):
     assert not Conversation.objects.filter(user=alice).exists()
 
 
-def test_a_run_whose_worker_died_is_claimed_again(indexed, settings):
+def test_a_run_whose_worker_died_is_queued_again_and_starts_over(indexed, settings, django_capture_on_commit_callbacks):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -179,10 +185,17 @@ def test_a_run_whose_worker_died_is_claimed_again(indexed, settings):
     settings.RUN_STALE_MINUTES = 10
     version = IndexVersion.objects.get(pk=indexed.active_version_id)
     run = EvaluationRun.objects.create(collection=indexed, version=version, version_number=version.number)
-    assert runs.claim(run)
-    assert not runs.claim(run)  # running, alive: another worker's
-    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=11), done=7)
-    assert runs.claim(run)  # no sign of life for longer than allowed: started again
+    assert claim(run, progress=0)
+    assert not claim(run, progress=0)  # running, alive: another worker's
+    assert requeue_stale_runs() == 0
+    EvaluationRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=11), progress=7)
+    assert not claim(run, progress=0)  # a second message for it does nothing: only beat requeues
+    with django_capture_on_commit_callbacks() as sent:
+        assert requeue_stale_runs() == 1  # no sign of life for longer than allowed
+    assert len(sent) == 1  # its task, sent again
     run.refresh_from_db()
-    assert run.status == "running"
-    assert run.done == 0
+    assert run.status == "queued"
+    assert "stopped giving signs of life" in run.error
+    assert claim(run, progress=0)
+    run.refresh_from_db()
+    assert (run.status, run.progress, run.error) == ("running", 0, "")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from audit.models import Action, Entry
 from ingestion.actions import do_sync_folder
 from knowledge.models import Collection, Document, IndexVersion
 from quality.models import EvaluationRun, GoldenQuestion
-from tests.conftest import make_collection, token_for
+from tests.conftest import make_collection, token_for, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media"), pytest.mark.stack]
 
@@ -46,19 +45,9 @@ def public_lines() -> list[str]:
     return lines
 
 
-def wait_until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"{what}: not after {timeout} s")
-
-
 def gate_run(version: IndexVersion) -> EvaluationRun:
     """The gate's run of `version`, once it decided."""
-    return wait_until(
+    return wait_for(
         lambda: EvaluationRun.objects.filter(version=version, purpose="gate").exclude(decision="").first(),
         600,
         f"the gate's decision on v{version.number}",
@@ -138,12 +127,12 @@ def test_feedback_becomes_a_test_and_reindexes_are_gated(client, api, alice, liv
     response = api.post(f"/api/collections/{collection.pk}/evaluations/", {}, format="json")
     assert response.status_code == 201, response.content
     run_id = response.json()["id"]
-    run = wait_until(
+    run = wait_for(
         lambda: EvaluationRun.objects.filter(pk=run_id, status__in=["succeeded", "failed"]).first(), 300, "evaluation"
     )
     assert run.status == "succeeded", run.error
     assert run.total == len(lines) + 1
-    assert run.done == run.total
+    assert run.progress == run.total
     measured = run.summary["version"]
     assert measured["overall"]["n"] == len(lines) + 1
     assert set(measured["by_lang"]) == {"en", "zh"}
@@ -183,7 +172,7 @@ def test_feedback_becomes_a_test_and_reindexes_are_gated(client, api, alice, liv
     # A deleted file: its questions are stale, left out and counted, not failed.
     api.delete(f"/api/documents/{Document.objects.get(collection=collection, name='news.md').pk}/")
     response = api.post(f"/api/collections/{collection.pk}/evaluations/", {}, format="json")
-    run = wait_until(
+    run = wait_for(
         lambda: EvaluationRun.objects.filter(pk=response.json()["id"], status="succeeded").first(), 300, "evaluation"
     )
     on_news = sum("news.md" in line for line in lines)

@@ -31,11 +31,11 @@ def test_an_admin_sees_why_a_version_is_held_and_flips_it_anyway(live_web, page,
     active, held = versions(private_collection)
     EvaluationRun.objects.create(
         collection=private_collection, version=active, version_number=1, status="succeeded",
-        summary={"version": overall(0.60, 0.90, 0.72)}, total=20, done=20, seconds=3.1,
+        summary={"version": overall(0.60, 0.90, 0.72)}, total=20, progress=20, seconds=3.1,
     )  # fmt: skip
     EvaluationRun.objects.create(
         collection=private_collection, version=held, version_number=2, baseline=active, baseline_number=1,
-        purpose="gate", status="succeeded", total=40, done=40, seconds=6.4, decision="held",
+        purpose="gate", status="succeeded", total=40, progress=40, seconds=6.4, decision="held",
         summary={"version": overall(0.65, 0.80, 0.70), "baseline": overall(0.60, 0.90, 0.72)},
         drops={"hit@1": -5.0, "hit@5": 10.0, "mrr": 2.0},
     )  # fmt: skip

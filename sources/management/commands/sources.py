@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from common.runs import claim
 from sources import crypto, sync
 from sources.actions import do_start_sync
 from sources.models import Source, SyncRun
@@ -42,7 +43,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Sync run {run.pk} queued.")
             return
         run = SyncRun.objects.create(source=source)
-        if not sync.claim(run):
+        if not claim(run):
             raise CommandError("The run was taken by a worker.")
         sync.execute(run, inline=True)
         for failure in run.failures:
