@@ -14,7 +14,7 @@ each POST a PDF, a DOCX and a Markdown file (tests/ingestion generators, made un
 client) to /api/collections/<id>/documents/ and poll the list until every document is ready.
 
 The chat model is, by default, a scripted OpenAI-compatible server on loopback
-(tests/assistant/wire.py; PROVIDER_CHAT=openai, BASE_URL_CHAT): each reply after
+(tests/providers/wire.py; PROVIDER_CHAT=openai, BASE_URL_CHAT): each reply after
 --model-delay seconds, the answer streamed a token every --token-interval seconds. The local
 Qwen answers one question at a time, so 50 chats with it measure that queue; with the
 scripted model the figures are the portal's: sockets, retrieval on pgvector with the local
@@ -121,7 +121,7 @@ def scripted(delay: float, interval: float) -> Callable[[str, Any], Any]:
     router says direct (every question here is), an answer restates passage [1] and cites it."""
     from mem0.configs.prompts import ADDITIVE_EXTRACTION_PROMPT
 
-    from tests.assistant.wire import Reply, chunks, completion
+    from tests.providers.wire import Reply, chunks, completion
 
     def respond(path: str, body: Any) -> Reply:
         messages = body["messages"]
@@ -147,7 +147,7 @@ def chat_model(args: argparse.Namespace) -> Iterator[tuple[dict[str, str], str]]
         config = settings.MODEL_ROLES["chat"]
         yield {}, f"{config.provider}: {config.model}"
         return
-    from tests.assistant.wire import serve
+    from tests.providers.wire import serve
 
     with serve() as server:
         server.responder = scripted(args.model_delay, args.token_interval)

@@ -7,9 +7,10 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from django.conf import settings
@@ -69,12 +70,16 @@ def process(args: list[str], log: Path, **env: str) -> Iterator[subprocess.Popen
         proc.wait()
 
 
-def wait_for(check, timeout: float, what: str, log: Path | None = None) -> None:
+def wait_for(check: Callable[..., Any], timeout: float, what: str, log: Path | None = None, every: float = 0.2) -> Any:
+    """The first truthy value `check()` returns, asked every `every` seconds: the suite's one
+    way to wait for something another process does. Fails saying `what` did not happen (and
+    the tail of `log`, a server's or worker's output) after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
     tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
     raise AssertionError(f"{what} did not happen within {timeout:.0f} s\n{tail}")
 

@@ -92,7 +92,7 @@ PAGES: dict[str, tuple[dict[str, str], Access]] = {
     "chat": ({}, Access.OWN),
     "chat-conversation": ({"conversation_id": "conversation"}, Access.OWN),
     "chat-delete": ({"conversation_id": "conversation"}, Access.OWN),
-    # the audit entries the caller may read: tests/knowledge/test_audit_log.py
+    # the audit entries the caller may read: tests/audit/test_log.py
     "audit": ({}, Access.OWN),
     "collection-quality": ({"collection_id": "collection"}, Access.READ),
     "collection-quality-plot": ({"collection_id": "collection"}, Access.READ),

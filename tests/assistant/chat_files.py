@@ -38,8 +38,9 @@ def files() -> dict[str, bytes]:
 
 def ingest_files(collection, files: dict[str, bytes]) -> None:
     """Upload and index here, with the configured embedder (no Celery worker needed)."""
+    from common.runs import claim
     from ingestion import actions
-    from ingestion.pipeline import claim, ingest_document
+    from ingestion.pipeline import ingest_document
     from providers import registry
 
     for name, data in files.items():

@@ -5,7 +5,7 @@ portal to ignore its instructions, and a document that speaks to the assistant. 
 sensible answer or a clear refusal in the visitor's language, never a crash, and never what
 another user's collection holds.
 
-The chat model is an OpenAI-compatible server (tests/assistant/wire.py) that obeys whatever
+The chat model is an OpenAI-compatible server (tests/providers/wire.py) that obeys whatever
 it reads: it answers "PWNED" when told to, and otherwise repeats its prompt, so anything
 that reached the model would show in the answer. The last tests ask the real local model,
 one question per surface."""
@@ -26,8 +26,8 @@ from assistant.answering import prompts
 from portal.supervisor import web_command
 from tests.assistant.chat_files import ingest_files
 from tests.assistant.test_chat_socket import headers, post_ask, sse_events, until_done
-from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import make_collection, token_for
+from tests.providers.wire import Reply, chunks, completion, serve
 from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]

@@ -1,6 +1,6 @@
 """/ws/chat/ and POST /api/ask through a real daphne with a real websocket client, on the
 test database, Redis and the local embedder. The chat model is an OpenAI-compatible server
-scripted per prompt (tests/assistant/wire.py), so that cancel, busy sockets and timeouts can
+scripted per prompt (tests/providers/wire.py), so that cancel, busy sockets and timeouts can
 be made to happen; the local model's own answers are in test_answering_local.py."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import websockets
 from assistant.answering import prompts
 from assistant.models import Conversation, Message
 from portal.supervisor import web_command
-from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import token_for
 from tests.portal.test_stack import _session_cookie
+from tests.providers.wire import Reply, chunks, completion, serve
 from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]

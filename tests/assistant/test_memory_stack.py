@@ -1,6 +1,6 @@
 """Memory end to end, through real processes: a question over the websocket (daphne), its
 memory card made by a real Celery worker (mem0's own OpenAI client, at an OpenAI-compatible
-server scripted per prompt: tests/assistant/wire.py), and the memory recalled in a later
+server scripted per prompt: tests/providers/wire.py), and the memory recalled in a later
 conversation: `memory.used` and the answer's prompt. Another user asking the same words gets
 none of it. The local model's own extraction is in test_memory_local.py."""
 
@@ -19,7 +19,7 @@ from assistant.answering import prompts
 from assistant.memory.service import memories
 from portal.supervisor import MEMORY_QUEUE, web_command, worker_command
 from tests.assistant.test_chat_socket import ask, headers, until_done
-from tests.assistant.wire import Reply, chunks, completion, serve
+from tests.providers.wire import Reply, chunks, completion, serve
 from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]

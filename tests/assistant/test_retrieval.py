@@ -14,9 +14,10 @@ from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighte
 from assistant.retrieval.lexical import query_terms, search_lexical
 from assistant.retrieval.scope import scope_for
 from assistant.retrieval.search import search
+from common.runs import claim
 from ingestion.actions import do_add_document
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
+from ingestion.pipeline import ingest_document
 from knowledge import actions
 from knowledge.models import Chunk, Collection, IndexVersion, TermStat
 from providers import registry

@@ -2,7 +2,7 @@
 that fails leaves none (the entry is written in the action's own transaction).
 
 The logins and lockouts are tested in tests/portal/test_admin_login.py; what each user may
-read of the log in tests/knowledge/test_audit_log.py."""
+read of the log in tests/audit/test_log.py."""
 
 from __future__ import annotations
 

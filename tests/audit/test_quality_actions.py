@@ -4,7 +4,7 @@ change's own transaction, so that a refused or failed write leaves neither the c
 entry. The gate's allowance is recorded as a collection setting; feedback is not recorded.
 
 Every action once succeeding and once failing, beside the portal's other actions, is in
-tests/test_audit_entries.py; this file follows the entries through the pages and the API."""
+tests/audit/test_entries.py; this file follows the entries through the pages and the API."""
 
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from knowledge.models import Chunk, Document
-from tests.conftest import token_for
+from tests.conftest import token_for, wait_for
 from tests.ingestion.test_documents_api import upload
 from tests.ingestion.test_images_ocr import ingest
 
@@ -35,19 +34,16 @@ pytestmark = pytest.mark.usefixtures("media")
 
 
 def wait_done(api, document_ids: list[int], timeout: float) -> dict[int, dict[str, Any]]:
-    deadline = time.monotonic() + timeout
     done: dict[int, dict[str, Any]] = {}
-    while time.monotonic() < deadline:
-        for document_id in document_ids:
-            if document_id not in done:
-                body = api.get(f"/api/documents/{document_id}/").json()
-                if body["status"] in ("ready", "failed"):
-                    done[document_id] = body
-        if len(done) == len(document_ids):
-            return done
-        time.sleep(1)
-    pending = sorted(set(document_ids) - set(done))
-    raise AssertionError(f"documents {pending} not done after {timeout} s")
+
+    def all_ended() -> dict[int, dict[str, Any]] | None:
+        for document_id in set(document_ids) - set(done):
+            body = api.get(f"/api/documents/{document_id}/").json()
+            if body["status"] in ("ready", "failed"):
+                done[document_id] = body
+        return done if len(done) == len(document_ids) else None
+
+    return wait_for(all_ended, timeout, f"documents {sorted(document_ids)} ready or failed", every=1.0)
 
 
 def assert_readable(message: str, case: str) -> None:

@@ -6,7 +6,7 @@ noticed and queued again, the document is never half-visible, finished pages are
 its chat side: a web process killed mid-answer stores no half answer.
 
 PostgreSQL and Redis are restarted on private servers (tests/hardening/servers.py), never on
-the shared ones. Model providers are a scripted loopback server (tests/assistant/wire.py)."""
+the shared ones. Model providers are a scripted loopback server (tests/providers/wire.py)."""
 
 from __future__ import annotations
 
@@ -35,17 +35,18 @@ from django.core.files.storage import FileSystemStorage
 from django.utils import translation
 
 from assistant.models import Message
+from common.runs import claim
 from ingestion.actions import do_add_document, do_rerun_document
 from ingestion.models import IngestionRun
-from ingestion.pipeline import claim, ingest_document
+from ingestion.pipeline import ingest_document
 from knowledge.models import Chunk, Document, IndexedDocument, Page
 from portal.supervisor import web_command, worker_command
 from tests.assistant.chat_files import policy_pdf
 from tests.assistant.test_chat_socket import ask, until_done
-from tests.assistant.wire import Reply, chunks, completion, embeddings, serve
 from tests.hardening.servers import PrivatePostgres, PrivateRedis, postgres_bin, redis_server
 from tests.ingestion.image_files import text_image
 from tests.ingestion.test_recovery import long_pdf
+from tests.providers.wire import Reply, chunks, completion, embeddings, serve
 from tests.stack import ROOT, child_env, free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]

@@ -13,10 +13,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from audit.models import Action, Entry
+from common.runs import claim
 from knowledge.models import ApiToken, Collection, Document, Team
 from sources.actions import do_save_source
 from sources.models import Source, SyncRun
-from sources.sync import claim, execute
+from sources.sync import execute
 from tests.conftest import token_for
 from tests.ingestion.test_documents_api import upload
 

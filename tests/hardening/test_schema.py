@@ -9,7 +9,7 @@ document, its pages and picture, her team, conversation, memory, a spare token),
 responses are checked too, not only 404s. Operations that delete go last, so that the others
 still find something. The worker ingests what is uploaded and builds the versions `reindex`
 starts (one small document: seconds). Answers (`/api/ask/`) come from a scripted
-OpenAI-compatible server (tests/assistant/wire.py), in daphne and in the worker's memory
+OpenAI-compatible server (tests/providers/wire.py), in daphne and in the worker's memory
 extraction alike: the local chat model would take tens of seconds per question, and what is
 checked here is the API's shape, not the answer's quality (tests/assistant covers that with
 the real model). Every question still goes through retrieval, the router, the answer stream,
@@ -61,9 +61,9 @@ from knowledge.models import Collection, Document, IndexVersion, Membership, Pag
 from quality.models import EvaluationRun, Feedback, GoldenQuestion
 from sources.actions import do_save_source, do_start_sync
 from sources.models import Source
-from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import make_user
 from tests.ingestion.files import handbook_pdf
+from tests.providers.wire import Reply, chunks, completion, serve
 from tests.stack import wait_for
 
 pytestmark = [

@@ -215,8 +215,9 @@ def test_it_gives_charlie_404_and_lets_team_viewers_look(client, bob, charlie, t
 def test_it_draws_the_boxes_of_a_really_ingested_pdf(client, alice, private_collection, tmp_path):
     import pymupdf
 
+    from common.runs import claim
     from ingestion.models import IngestionRun
-    from ingestion.pipeline import claim, ingest_document
+    from ingestion.pipeline import ingest_document
     from providers import registry
 
     pdf = pymupdf.open()

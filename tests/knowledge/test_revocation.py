@@ -31,9 +31,9 @@ from knowledge.revocation import PREFIX, access_changed
 from portal.routing import websocket_urlpatterns
 from portal.supervisor import web_command
 from tests.assistant.chat_files import ingest_files
-from tests.assistant.wire import Reply, chunks, completion, serve
 from tests.conftest import set_role
 from tests.portal.test_stack import _session_cookie
+from tests.providers.wire import Reply, chunks, completion, serve
 from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = pytest.mark.usefixtures("media")

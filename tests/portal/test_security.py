@@ -19,7 +19,7 @@ from portal.supervisor import web_command
 from providers.base import ChatMessage, ProviderError
 from providers.config import RoleConfig
 from providers.openai_compat import OpenAIChatModel
-from tests.assistant.wire import Reply, serve
+from tests.providers.wire import Reply, serve
 
 PRODUCTION = {
     "DEBUG": "false",

@@ -17,8 +17,8 @@ from providers.dashscope import (
     DashScopeReranker,
     DashScopeVisionModel,
 )
-from tests.assistant.conftest import PNG
-from tests.assistant.wire import Reply
+from tests.providers.conftest import PNG
+from tests.providers.wire import Reply
 
 GENERATION = "/api/v1/services/aigc/text-generation/generation"
 VISION = "/api/v1/services/aigc/multimodal-generation/generation"

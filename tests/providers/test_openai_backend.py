@@ -12,8 +12,8 @@ from providers.base import ChatMessage, ProviderError
 from providers.config import RoleConfig
 from providers.openai_compat import OpenAIChatModel, OpenAIEmbedder, OpenAIVisionModel
 from providers.rerank_http import HttpReranker
-from tests.assistant.conftest import PNG
-from tests.assistant.wire import Reply, chunks, completion, embeddings
+from tests.providers.conftest import PNG
+from tests.providers.wire import Reply, chunks, completion, embeddings
 
 QUESTION = [ChatMessage("system", "Answer briefly."), ChatMessage("user", "退款政策是什么？")]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from common.runs import claim
 from knowledge.models import Document
 from sources import sync
 from sources.actions import do_save_source
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("media")
 
 def run_sync(source: Source) -> SyncRun:
     run = SyncRun.objects.create(source=source)
-    assert sync.claim(run)
+    assert claim(run)
     return sync.execute(run, inline=True)
 
 

@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import Action, Entry
+from common.runs import claim
 from knowledge.models import Role
 from sources import schedule, sync
 from sources.actions import do_save_source
@@ -84,7 +85,7 @@ def basic(username: str, password: str) -> str:
 
 def run_sync(source: Source) -> SyncRun:
     run = SyncRun.objects.create(source=source)
-    assert sync.claim(run)
+    assert claim(run)
     return sync.execute(run, inline=True)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from assistant.retrieval.search import search
+from common.runs import claim
 from knowledge.models import Document
 from sources import actions, sync
 from sources.models import Source, SyncRun
@@ -162,7 +163,7 @@ def test_a_source_synced_twice_through_a_worker(kind, request, alice, private_co
 
 def run_inline(source: Source) -> SyncRun:
     run = SyncRun.objects.create(source=source)
-    assert sync.claim(run)
+    assert claim(run)
     return sync.execute(run, inline=True)
 
 

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 
 from assistant.retrieval.search import search
 from audit.models import Action, Entry
+from common.runs import claim
 from ingestion.models import IngestionRun
 from knowledge.models import Chunk, Document
 from sources import actions, crypto, sync
@@ -52,7 +53,7 @@ def folder_source(collection, folder: Path, **fields) -> Source:
 
 def run_sync(source: Source) -> SyncRun:
     run = SyncRun.objects.create(source=source)
-    assert sync.claim(run)
+    assert claim(run)
     return sync.execute(run, inline=True)
 
 
