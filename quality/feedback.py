@@ -11,28 +11,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
 from django.utils.translation import gettext as _
 
-from assistant.models import Conversation, Message
-from knowledge.access import get_or_404
+from assistant.models import Message
 from knowledge.models import Collection, Document
 from portal.typing import AnyUser
 from quality.models import Feedback
 
 # The parts of a citation worth keeping: enough to find the page again and to judge retrieval.
 CITATION_FIELDS = ("file", "path", "page", "document_id", "collection_id", "chunk_id", "score")
-
-
-def access_answer(user: AnyUser, message_id: int | str) -> Message:
-    """One message of the user's own conversations; anyone else's does not exist (the rule
-    of assistant.access.access_conversation: a conversation is its user's alone)."""
-    return get_or_404(answers_of(user).select_related("conversation"), message_id)
-
-
-def answers_of(user: AnyUser) -> QuerySet[Message]:
-    """The messages of the conversations the user may see."""
-    return Message.objects.filter(conversation__in=Conversation.objects.visible_to(user))
 
 
 def feedback_on(user: AnyUser, message: Message) -> Feedback | None:

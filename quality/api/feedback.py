@@ -18,11 +18,11 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from assistant.access import access_message
 from knowledge.api.views import request_user
 from knowledge.models import Collection
 from portal.typing import AnyUser
 from quality import actions
-from quality.feedback import access_answer
 from quality.models import Feedback
 
 MESSAGE_ID = OpenApiParameter(
@@ -175,7 +175,7 @@ class MessageFeedbackView(generics.GenericAPIView[Feedback]):
         return _feedbacks().filter(user=self.request.user.pk)
 
     def _existing(self, request: Request, message_id: int) -> tuple[Any, Feedback | None]:
-        message = access_answer(request_user(request), message_id)
+        message = access_message(request_user(request), message_id)
         return message, self.get_queryset().filter(message=message).first()
 
     def _answer(self, feedback: Feedback, code: int = status.HTTP_200_OK) -> Response:
@@ -229,7 +229,7 @@ class MessageFeedbackView(generics.GenericAPIView[Feedback]):
 
     @extend_schema(parameters=[MESSAGE_ID], responses={204: None})
     def delete(self, request: Request, message_id: int) -> Response:
-        message = access_answer(request_user(request), message_id)
+        message = access_message(request_user(request), message_id)
         actions.do_delete_feedback(request_user(request), message)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
