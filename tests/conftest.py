@@ -27,6 +27,39 @@ def _password_hash() -> str:
     return make_password(PASSWORD)
 
 
+# Modules whose tests read a corpus with the real local models, or spawn processes: seconds
+# each (measured with --durations=0). `scripts/test --quick` leaves them out, with the stack
+# and browser tests; the whole suite (CI) runs them all.
+SLOW_MODULES = frozenset(
+    {
+        "tests/assistant/test_answering.py",
+        "tests/assistant/test_answering_local.py",
+        "tests/assistant/test_evaluate.py",
+        "tests/assistant/test_memory_local.py",
+        "tests/assistant/test_retrieval.py",
+        "tests/ingestion/test_formats_pipeline.py",
+        "tests/ingestion/test_parsers.py",
+        "tests/ingestion/test_pictures.py",
+        "tests/ingestion/test_pipeline.py",
+        "tests/ingestion/test_reading_order.py",
+        "tests/ingestion/test_versions.py",
+        "tests/ingestion/test_vision_captions.py",
+        "tests/portal/test_settings.py",
+        "tests/providers/test_local_models.py",
+        "tests/sources/test_live_sync.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        if module.startswith("tests/ui/"):
+            item.add_marker(pytest.mark.browser)
+
+
 def make_user(name: str, **extra: object):
     user = get_user_model().objects.create_user(username=name, email=f"{name}@example.com", password=None, **extra)
     user.password = _password_hash()
