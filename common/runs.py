@@ -61,10 +61,6 @@ class Run(models.Model):
     class Meta:
         abstract = True
 
-    @property
-    def ended(self) -> bool:
-        return self.status in (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED)
-
 
 R = TypeVar("R", bound=Run)
 
