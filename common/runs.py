@@ -61,6 +61,10 @@ class Run(models.Model):
     class Meta:
         abstract = True
 
+    def send(self) -> None:
+        """Queue the run's task once the current transaction commits."""
+        send_on_commit(self.task_name, self.pk)
+
 
 R = TypeVar("R", bound=Run)
 

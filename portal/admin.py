@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.db.models import CharField, F, QuerySet, Value
@@ -11,7 +13,6 @@ from django.utils.translation import gettext_lazy as _
 from assistant.memory.service import forget_user
 from common.runs import Run
 from ingestion.models import IngestionRun
-from knowledge.models import Collection
 from portal.models import User
 from quality.models import EvaluationRun
 from sources.models import SyncRun
@@ -44,38 +45,40 @@ RUN_KINDS = {
     "sync": (_("Source sync"), "admin:sources_syncrun_change"),
     "evaluation": (_("Evaluation"), "admin:quality_evaluationrun_change"),
 }
-_SHARED = ["pk", "status", "progress", "total", "requested_by__email", "created_at", "started_at", "finished_at"]
+_COLUMNS = (
+    *("pk", "status", "progress", "total", "requested_by__email", "created_at", "started_at", "finished_at"),
+    *("run_kind", "subject", "place"),  # annotated per kind
+)
 
 
 def all_runs(request: HttpRequest) -> HttpResponse:
     """Every kind of background run (common.runs), newest first, in one list with the same
-    columns; each row links to its own admin page. Staff see the runs of the collections
-    their run admins show them (syncs: those they manage)."""
-    user = request.user
-    ingestion = IngestionRun.objects.all()
-    syncs = SyncRun.objects.all()
-    evaluations = EvaluationRun.objects.all()
-    if not user.is_superuser:
-        visible = Collection.objects.visible_to(user).values("pk")
-        ingestion = ingestion.filter(collection__in=visible)
-        syncs = syncs.filter(source__collection__in=Collection.objects.manageable_by(user).values("pk"))
-        evaluations = evaluations.filter(collection__in=visible)
+    columns; each row links to its own admin page. Each kind's rows are those its own admin
+    shows the user (VisibleOnlyAdmin.restrict: syncs of the collections they manage, the rest
+    of those they see)."""
+
+    def runs_of(model: type[Run]) -> QuerySet[Any]:
+        return admin.site.get_model_admin(model).get_queryset(request)
+
     rows = (
-        ingestion.annotate(
+        runs_of(IngestionRun)
+        .annotate(
             run_kind=Value("ingestion"),
             subject=Coalesce("document__name", "collection__name"),
             place=F("collection__name"),
         )
-        .values(*_SHARED, "run_kind", "subject", "place")
+        .values(*_COLUMNS)
         .union(
-            syncs.annotate(
-                run_kind=Value("sync"), subject=F("source__name"), place=F("source__collection__name")
-            ).values(*_SHARED, "run_kind", "subject", "place"),
-            evaluations.annotate(
+            runs_of(SyncRun)
+            .annotate(run_kind=Value("sync"), subject=F("source__name"), place=F("source__collection__name"))
+            .values(*_COLUMNS),
+            runs_of(EvaluationRun)
+            .annotate(
                 run_kind=Value("evaluation"),
                 subject=Concat(Value("v"), Cast("version_number", CharField())),
                 place=F("collection__name"),
-            ).values(*_SHARED, "run_kind", "subject", "place"),
+            )
+            .values(*_COLUMNS),
             all=True,
         )
         .order_by("-created_at")[:RUNS_SHOWN]

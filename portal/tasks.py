@@ -4,7 +4,7 @@ import time
 
 from celery import shared_task
 
-from common.runs import requeue_stale, send_on_commit
+from common.runs import requeue_stale
 from ingestion.models import IngestionRun
 from ingestion.runs import enqueue_run
 from portal.health import HEARTBEAT_KEY, redis_client
@@ -26,6 +26,6 @@ def requeue_stale_runs() -> int:
     """Run by beat every minute: every kind of run whose worker stopped giving signs of life
     is queued again by the one rule of common.runs."""
     ingestion = requeue_stale(IngestionRun.objects.filter(document__isnull=False), enqueue_run)
-    syncs = requeue_stale(SyncRun.objects.all(), lambda run: send_on_commit(SyncRun.task_name, run.pk))
+    syncs = requeue_stale(SyncRun.objects.all(), SyncRun.send)
     evaluations = requeue_stale(EvaluationRun.objects.all(), enqueue_evaluation)
     return len(ingestion) + len(syncs) + len(evaluations)

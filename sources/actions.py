@@ -18,7 +18,6 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
-from common.runs import send_on_commit
 from knowledge.actions import clean_document_path, clean_name, do_delete_document
 from sources import schedule
 from sources.hosts import check_host
@@ -236,5 +235,5 @@ def do_start_sync(source: Source, *, trigger: str = SyncRun.Trigger.MANUAL, acto
         run = SyncRun.objects.create(source=source, trigger=trigger, requested_by=user)
         if trigger == SyncRun.Trigger.MANUAL:
             record(Action.SOURCE_SYNC, source, label=source.name, **source.collection.audit_scope())
-        send_on_commit(SyncRun.task_name, run.pk)
+        run.send()
     return run
