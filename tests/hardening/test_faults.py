@@ -18,7 +18,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -275,14 +274,14 @@ def test_a_document_indexed_across_a_server_restart_ends_ready(outage, server, n
     wait_for(lambda: any(run[2] >= 2 for run in outage.runs(document)), 120, "a few pages indexed")
     restarted = getattr(outage, server)
     restarted.stop()
-    time.sleep(3)  # longer than a page takes: the run meets the outage
+    worker_log = outage.logs / "worker.log"
+    wait_for(lambda: noticed in worker_log.read_text(), 60, "the run to meet the outage", worker_log)
     restarted.start()
 
     def ready() -> bool:
         return outage.pg.query("SELECT status FROM knowledge_document WHERE id = %s", (document,))[0][0] == "ready"
 
-    wait_for(ready, 150, "the document to be ready", outage.logs / "worker.log")
-    assert noticed in (outage.logs / "worker.log").read_text()  # the outage did reach the run
+    wait_for(ready, 150, "the document to be ready", worker_log)
     assert outage.runs(document)[-1][0] == "succeeded"
     assert outage.pg.query("SELECT page_count FROM knowledge_document WHERE id = %s", (document,)) == [(8,)]
     (searchable,) = outage.pg.query(

@@ -13,6 +13,10 @@ from knowledge.events import send_collection_event
 from portal.tasks import heartbeat
 from tests.conftest import token_for
 
+# Idle longer than redis-py's 5 s read timeout and channels_redis's 5 s blocking wait, which
+# once raced: the socket must outlive both.
+IDLE = 7
+
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
 
@@ -110,7 +114,7 @@ def test_an_idle_websocket_stays_open(live_web, alice, private_collection):
     async def scenario() -> dict:
         async with websockets.connect(url, additional_headers=headers) as ws:
             await _receive(ws)
-            await asyncio.sleep(12)
+            await asyncio.sleep(IDLE)
             await ws.send(json.dumps({"type": "ping"}))
             return await _receive(ws)
 

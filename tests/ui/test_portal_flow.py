@@ -8,7 +8,6 @@ Screenshots of every page go to $PORTAL_VAR_DIR/screenshots/ (CI keeps them as a
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from knowledge.models import Collection, Document, Page
 from tests.assistant.chat_files import policy_pdf
 from tests.conftest import PASSWORD
 from tests.ingestion.image_files import text_image
+from tests.stack import wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -110,9 +110,7 @@ def test_upload_ask_cite_remember_and_charlie_sees_nothing(
     assert page.locator(".answer-turn:last-child .attachment img").count() >= 1, answer
 
     # The worker turns the question and answer into memories; My memory shows them.
-    deadline = time.monotonic() + 180
-    while not memories().all(alice) and time.monotonic() < deadline:
-        time.sleep(2)
+    wait_for(lambda: memories().all(alice), 180, "memories of the conversation", every=2)
     page.goto(f"{base}/memory/")
     page.screenshot(path=str(shots() / "05-memory.png"), full_page=True)
     remembered = [item.text for item in memories().all(alice)]
