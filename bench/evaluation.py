@@ -44,10 +44,11 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.test import override_settings  # noqa: E402
 
 from ingestion import pipeline  # noqa: E402
-from ingestion.actions import do_sync_folder  # noqa: E402
 from ingestion.models import IngestionRun  # noqa: E402
 from ingestion.runs import new_ingest_run  # noqa: E402
 from ingestion.versions import start_reindex  # noqa: E402
@@ -57,6 +58,7 @@ from portal.supervisor import EVALUATION_QUEUE, worker_command  # noqa: E402
 from providers import registry  # noqa: E402
 from quality.actions import do_start_evaluation  # noqa: E402
 from quality.models import EvaluationRun, GoldenQuestion  # noqa: E402
+from sources.actions import do_folder_source, do_sync_here  # noqa: E402
 from tests.stack import process, wait_for  # noqa: E402
 
 EMAIL = "bench-evaluation@example.com"
@@ -126,14 +128,15 @@ def corpus(lines: list[dict[str, Any]]) -> Collection:
         for name in sorted(wanted):
             shutil.copy2(here[name], Path(folder) / name)
         started = time.perf_counter()
-        synced = do_sync_folder(collection, Path(folder), inline=True)
+        with override_settings(SOURCE_ROOTS=[*settings.SOURCE_ROOTS, folder]):
+            synced = do_sync_here(do_folder_source(collection, folder))
         # A document whose indexing an earlier run of this bench left unfinished: again, here.
         unfinished = Document.objects.filter(collection=collection, name__in=wanted)
         for document in unfinished.exclude(status=Document.Status.READY):
             run = new_ingest_run(document, enqueue=False)
             if claim(run):
                 pipeline.ingest_document(run, registry.text_embedder())
-        print(f"Corpus: {len(wanted)} files, {synced.counts} in {time.perf_counter() - started:.0f} s")
+        print(f"Corpus: {len(wanted)} files, {synced.counts or synced.error} in {time.perf_counter() - started:.0f} s")
     return collection
 
 

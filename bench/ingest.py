@@ -158,18 +158,20 @@ def storage_throughput(pages: int) -> dict[str, float]:
 
 def resync() -> dict[str, float]:
     from django.core.management import call_command
+    from django.test import override_settings
 
     target, alone = collection("bench folder"), collection("bench single")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for n in range(100):
             (folder / f"note-{n:03}.md").write_text(f"# Note {n}\n\n{PARAGRAPH * 3}", encoding="utf-8")
-        call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=io.StringIO())
-        changed = folder / "note-042.md"
-        changed.write_text(f"# Note 42, revised\n\n{PARAGRAPH * 4}", encoding="utf-8")
-        started = time.perf_counter()
-        call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=io.StringIO())
-        resync_seconds = time.perf_counter() - started
+        with override_settings(SOURCE_ROOTS=[str(folder)]):  # the folder a source may sync
+            call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=io.StringIO())
+            changed = folder / "note-042.md"
+            changed.write_text(f"# Note 42, revised\n\n{PARAGRAPH * 4}", encoding="utf-8")
+            started = time.perf_counter()
+            call_command("ingest", str(folder), collection=target.pk, inline=True, stdout=io.StringIO())
+            resync_seconds = time.perf_counter() - started
         ingest_inline(alone, "warm.md", b"# warm\n\nup")  # the same one-time costs on both sides
         single = ingest_inline(alone, "note-042.md", changed.read_bytes())
     target.delete()

@@ -13,8 +13,8 @@ from __future__ import annotations
 import errno
 import json
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from django.core.exceptions import ValidationError
@@ -25,14 +25,13 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
-from common.runs import claim
-from ingestion import pipeline, versions
+from ingestion import versions
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError
 from ingestion.parsers.formats import check_indexable, parser_for
 from ingestion.runs import enqueue_run, new_ingest_run
 from ingestion.sniff import VIDEO_LINK, name_mismatch, sniff_file
-from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
+from knowledge.actions import check_upload_size, clean_document_path, file_sha256
 from knowledge.models import Collection, Document, IndexVersion
 from providers import registry
 
@@ -192,77 +191,6 @@ def do_cancel_run(run: IngestionRun) -> bool:
     """Ask a queued or running run to stop between pages; False when it has already ended."""
     active = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
     return IngestionRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True) == 1
-
-
-# A server folder
-
-
-@dataclass
-class FolderSync:
-    """What a folder sync did: counts by outcome, and why each skipped file was skipped."""
-
-    counts: dict[str, int] = field(default_factory=lambda: {"queued": 0, "unchanged": 0, "failed": 0, "removed": 0})
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-
-
-def do_sync_folder(
-    collection: Collection,
-    folder: Path,
-    *,
-    inline: bool = False,
-    keep_missing: bool = False,
-    on_ingested: Callable[[str, IngestionRun, pipeline.IngestResult | None], None] | None = None,
-) -> FolderSync:
-    """Sync a folder into the collection: new and changed files are ingested (queued, or run
-    here when `inline`; `on_ingested` hears of each), unchanged ones skipped, and documents
-    whose file is gone from the folder removed unless `keep_missing`."""
-    # One query for what the collection already has: unchanged files cost a hash, no query.
-    known = dict(
-        Document.objects.filter(collection=collection)
-        .exclude(status=Document.Status.FAILED)
-        .values_list("rel_path", "sha256")
-    )
-    seen: set[str] = set()
-    sync = FolderSync()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        rel_path = path.relative_to(folder).as_posix()
-        try:
-            with path.open("rb") as handle:  # hashed and copied in chunks, never read whole
-                content = File(handle, name=path.name)
-                if known.get(rel_path) == file_sha256(content):
-                    seen.add(rel_path)
-                    sync.counts["unchanged"] += 1
-                    continue
-                document, run = do_add_document(collection, rel_path, content, enqueue=not inline)
-        except ValidationError as exc:
-            sync.counts["failed"] += 1
-            sync.skipped.append((rel_path, " ".join(exc.messages)))
-            # The file is still in the folder: what was stored for it stays.
-            seen.add(_stored_path(rel_path))
-            continue
-        seen.add(document.rel_path)
-        if run is None:
-            sync.counts["unchanged"] += 1
-            continue
-        sync.counts["queued"] += 1
-        if inline and claim(run):
-            result = pipeline.ingest_document(run, registry.text_embedder())
-            run.refresh_from_db()
-            if on_ingested is not None:
-                on_ingested(rel_path, run, result)
-    if not keep_missing:
-        for gone in Document.objects.filter(collection=collection).exclude(rel_path__in=seen):
-            do_delete_document(gone)
-            sync.counts["removed"] += 1
-    return sync
-
-
-def _stored_path(rel_path: str) -> str:
-    """The path a document of this file is stored under, or "" for a name that has none."""
-    try:
-        return clean_document_path(rel_path)
-    except ValidationError:
-        return ""
 
 
 # Index versions

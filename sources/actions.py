@@ -18,8 +18,10 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
+from common.runs import claim
 from knowledge.actions import clean_document_path, clean_name, do_delete_document
-from sources import schedule
+from knowledge.models import Collection
+from sources import schedule, sync
 from sources.hosts import check_host
 from sources.models import Source, SyncRun
 from sources.remotes import Credentials, RemoteError
@@ -237,3 +239,34 @@ def do_start_sync(source: Source, *, trigger: str = SyncRun.Trigger.MANUAL, acto
             record(Action.SOURCE_SYNC, source, label=source.name, **source.collection.audit_scope())
         run.send()
     return run
+
+
+def do_folder_source(collection: Collection, folder: str, *, actor: Any = None) -> Source:
+    """The collection's source for this server folder (`manage.py ingest`): the one it has for
+    the folder already, or a new one synced only by hand, named after the folder. The folder
+    must be under PORTAL_SOURCE_ROOTS, as every folder source's (ValidationError otherwise)."""
+    try:
+        path = str(check_local_path(folder))
+    except RemoteError as exc:
+        raise ValidationError({"url": str(exc)}) from None
+    found = Source.objects.filter(collection=collection, kind=Source.Kind.FOLDER, url=path, prefix="", target="")
+    source = found.order_by("pk").first()
+    if source is not None:
+        return source
+    base = clean_name(Path(path).name or path)[:90]
+    taken = set(Source.objects.filter(collection=collection, name__startswith=base).values_list("name", flat=True))
+    name = next(n for n in (base, *(f"{base} {i}" for i in range(2, len(taken) + 3))) if n not in taken)
+    return do_save_source(Source(collection=collection, name=name, kind=Source.Kind.FOLDER, url=path), actor=actor)
+
+
+def do_sync_here(source: Source, *, keep_missing: bool = False, actor: Any = None) -> SyncRun:
+    """Sync the source in this process, indexing each file here rather than in the workers
+    (`manage.py sources --sync --inline`, `manage.py ingest --inline`); a manual sync in the
+    audit log. `keep_missing`: documents of files gone from the source stay."""
+    with transaction.atomic():
+        user = actor if getattr(actor, "is_authenticated", False) else None
+        run = SyncRun.objects.create(source=source, trigger=SyncRun.Trigger.MANUAL, requested_by=user)
+        record(Action.SOURCE_SYNC, source, label=source.name, **source.collection.audit_scope())
+    if not claim(run):
+        raise RemoteError(_("The sync was taken by a worker before it could start here."))
+    return sync.execute(run, inline=True, keep_missing=keep_missing)

@@ -111,10 +111,12 @@ def plan(entries: Iterable[Entry], known: dict[str, SourceFile]) -> Plan:
 
 
 class Syncer:
-    """Applies a plan for one run (`inline`: ingest here instead of queueing)."""
+    """Applies a plan for one run (`inline`: ingest here instead of queueing; `keep_missing`:
+    documents of files gone from the source stay, as `manage.py ingest --keep-missing` asks)."""
 
-    def __init__(self, run: SyncRun, remote: Remote, *, inline: bool = False) -> None:
+    def __init__(self, run: SyncRun, remote: Remote, *, inline: bool = False, keep_missing: bool = False) -> None:
         self.run, self.source, self.remote, self.inline = run, run.source, remote, inline
+        self.keep_missing = keep_missing
         self.collection = self.source.collection
         self.counts = {k: 0 for k in ("listed", "added", "changed", "unchanged", "renamed", "deleted", "failed")}
         self.failures: list[dict[str, str]] = []
@@ -130,7 +132,7 @@ class Syncer:
         self.counts["listed"] = len(entries)
         self.counts["unchanged"] = len(found.unchanged)
         work = [*found.changed, *((entry, None) for entry in found.new)]
-        self.run.total = len(work) + len(found.gone)
+        self.run.total = len(work) + (0 if self.keep_missing else len(found.gone))
         self._progress(force=True)
         for entry in found.problems:
             self._failed(entry.path, entry.problem)
@@ -152,6 +154,8 @@ class Syncer:
                 self._failed(entry.path, why)
             self.run.progress += 1
             self._progress()
+        if self.keep_missing:
+            return
         for file in found.gone.values():
             do_delete_document(file.document)
             self.counts["deleted"] += 1
@@ -244,7 +248,7 @@ class Syncer:
         send_collection_event(self.collection.pk, self.run.as_event())
 
 
-def execute(run: SyncRun, *, inline: bool = False) -> SyncRun:
+def execute(run: SyncRun, *, inline: bool = False, keep_missing: bool = False) -> SyncRun:
     """The claimed run, from listing to its last deletion; it ends succeeded or failed."""
     run.refresh_from_db()
     source = run.source
@@ -254,7 +258,7 @@ def execute(run: SyncRun, *, inline: bool = False) -> SyncRun:
         # No host check here: each remote connects through common.outbound's Connector, which
         # checks what the name resolves to and connects only to that checked address.
         remote = open_remote(source.location(), source.credentials())
-        syncer = Syncer(run, remote, inline=inline)
+        syncer = Syncer(run, remote, inline=inline, keep_missing=keep_missing)
         try:
             syncer.sync()
         finally:

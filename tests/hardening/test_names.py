@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -203,14 +204,15 @@ def test_a_sync_skips_such_a_file_with_the_reason_and_takes_the_others(private_c
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["good.md"]
 
 
-def test_a_folder_sync_from_the_command_skips_such_a_file_too(private_collection, tmp_path: Path):
-    from ingestion.actions import do_sync_folder
-
+def test_a_folder_sync_from_the_command_skips_such_a_file_too(private_collection, tmp_path: Path, settings, capsys):
     folder = tmp_path / "folder"  # beside the test's media folder, not above it
     folder.mkdir()
+    settings.SOURCE_ROOTS = [str(folder)]
     (folder / (RLO + ".md")).write_bytes(MARKDOWN)
     (folder / "good.md").write_bytes(MARKDOWN)
-    sync = do_sync_folder(private_collection, folder)
-    assert [path for path, _why in sync.skipped] == [RLO + ".md"]
-    assert "(U+202E)" in sync.skipped[0][1]
+    call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
+    skipped = capsys.readouterr().err.splitlines()
+    assert len(skipped) == 1
+    assert skipped[0].startswith(f"skipped {RLO}.md: ")
+    assert "(U+202E)" in skipped[0]
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["good.md"]

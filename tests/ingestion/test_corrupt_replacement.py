@@ -120,14 +120,17 @@ def test_the_upload_page_refuses_a_damaged_new_version_and_keeps_the_stored_one(
 
 
 @pytest.mark.django_db
-def test_a_folder_sync_keeps_documents_whose_changed_files_are_now_damaged(alice, private_collection, tmp_path, capsys):
+def test_a_folder_sync_keeps_documents_whose_changed_files_are_now_damaged(
+    alice, private_collection, tmp_path, capsys, settings
+):
+    settings.SOURCE_ROOTS = [str(tmp_path)]
     folder = tmp_path / "docs"
     folder.mkdir()
     policy_pdf(folder / "policy.pdf")
     (folder / "clip.mp4").write_bytes((BAD / "silent.mp4").read_bytes())
     (folder / "notes.md").write_text("# Notes\n\nMeals are not reimbursed.", encoding="utf-8")
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
-    assert "3 queued, 0 unchanged, 0 failed, 0 removed" in capsys.readouterr().out
+    assert "3 listed, 3 added, 0 changed, 0 unchanged, 0 renamed, 0 deleted, 0 failed" in capsys.readouterr().out
     documents = {document.rel_path: document for document in Document.objects.filter(collection=private_collection)}
     assert {document.status for document in documents.values()} == {Document.Status.READY}
     before = {name: snapshot(document) for name, document in documents.items()}
@@ -137,7 +140,7 @@ def test_a_folder_sync_keeps_documents_whose_changed_files_are_now_damaged(alice
     (folder / "notes.md").write_text("# Notes\n\nMeals are reimbursed up to 100 yuan.", encoding="utf-8")
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
     output = capsys.readouterr()
-    assert "1 queued, 0 unchanged, 2 failed, 0 removed" in output.out
+    assert "3 listed, 0 added, 1 changed, 0 unchanged, 0 renamed, 0 deleted, 2 failed" in output.out
     assert "skipped policy.pdf: “policy.pdf” was not stored: The PDF cannot be opened" in output.err
     assert "skipped clip.mp4: “clip.mp4” was not stored: The video cannot be read" in output.err
     assert output.err.count(KEPT) == 2

@@ -18,10 +18,10 @@ from django.urls import reverse
 
 from audit.models import Action, Entry
 from common.runs import claim
-from ingestion.actions import do_add_document, do_sync_folder
+from ingestion.actions import do_add_document
 from ingestion.sniff import DOCX, MOV, MP4, PDF, TEXT, name_mismatch, sniff_bytes
 from knowledge.models import Document
-from sources.actions import do_save_source
+from sources.actions import do_folder_source, do_save_source
 from sources.models import Source, SyncRun
 from sources.sync import execute
 from tests.conftest import token_for
@@ -169,16 +169,25 @@ def test_a_source_sync_skips_the_file_with_the_reason(private_collection, settin
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["good.md"]
 
 
-def test_a_folder_sync_skips_the_file_and_keeps_what_was_stored_for_it(private_collection, tmp_path):
+def test_a_folder_sync_skips_the_file_and_keeps_what_was_stored_for_it(private_collection, tmp_path, settings):
     folder = tmp_path / "folder"
     folder.mkdir()
+    settings.SOURCE_ROOTS, settings.SOURCE_WORKDIR = [str(folder)], tmp_path / "work"
+    source = do_folder_source(private_collection, str(folder))
     (folder / "policy.pdf").write_bytes(pdf_bytes())
-    assert do_sync_folder(private_collection, folder).counts["queued"] == 1
+    assert sync_once(source).counts["added"] == 1
     before = Document.objects.get()
     (folder / "policy.pdf").write_bytes(HTML)  # replaced by a saved login page
-    sync = do_sync_folder(private_collection, folder)
-    assert sync.skipped == [("policy.pdf", "“policy.pdf” is named .pdf but holds an HTML page.")]
+    run = sync_once(source)
+    assert run.failures == [{"path": "policy.pdf", "error": "“policy.pdf” is named .pdf but holds an HTML page."}]
     assert list(Document.objects.values_list("pk", "sha256")) == [(before.pk, before.sha256)]
+
+
+def sync_once(source: Source) -> SyncRun:
+    """One sync of the source, its files queued for the workers."""
+    run = SyncRun.objects.create(source=source)
+    assert claim(run)
+    return execute(run)
 
 
 def test_the_check_reads_only_the_name_and_the_start_of_the_content():

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from knowledge.models import Chunk, Document, IndexedDocument, Role
+from sources.models import Source
 from tests.conftest import set_role
 
 pytestmark = pytest.mark.usefixtures("media")
@@ -52,14 +53,15 @@ def test_the_upload_page_refuses_a_file_over_the_size_limit_and_takes_the_others
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["small.md"]
 
 
-def test_it_syncs_a_folder(db, private_collection, tmp_path, capsys):
+def test_it_syncs_a_folder(db, private_collection, tmp_path, capsys, settings):
+    settings.SOURCE_ROOTS = [str(tmp_path)]
     folder = tmp_path / "docs"
     (folder / "policies").mkdir(parents=True)
     (folder / "policies" / "travel.md").write_text("# 差旅\n\n住宿每晚 600 元。", encoding="utf-8")
     (folder / "notes.txt").write_bytes("会议纪要：年会 12 月 14 号。".encode("gbk"))
     (folder / "junk.bin").write_bytes(bytes(range(256)) * 4)
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
-    assert "2 queued, 0 unchanged, 1 failed, 0 removed" in capsys.readouterr().out
+    assert "3 listed, 2 added, 0 changed, 0 unchanged, 0 renamed, 0 deleted, 1 failed" in capsys.readouterr().out
     assert sorted(Document.objects.values_list("rel_path", "status")) == [
         ("notes.txt", "ready"),
         ("policies/travel.md", "ready"),
@@ -67,8 +69,23 @@ def test_it_syncs_a_folder(db, private_collection, tmp_path, capsys):
     assert "年会" in Chunk.objects.get(document__rel_path="notes.txt").text
     (folder / "notes.txt").unlink()
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
-    assert "0 queued, 1 unchanged, 1 failed, 1 removed" in capsys.readouterr().out
+    assert "2 listed, 0 added, 0 changed, 1 unchanged, 0 renamed, 1 deleted, 1 failed" in capsys.readouterr().out
     assert list(Document.objects.values_list("rel_path", flat=True)) == ["policies/travel.md"]
+    # The folder is a source of the collection, synced by hand: its tab lists it and its runs.
+    source = Source.objects.get(collection=private_collection)
+    assert (source.kind, source.name, source.schedule) == ("folder", "docs", "")
+    assert source.runs.count() == 2
+
+
+def test_it_syncs_only_a_folder_under_the_source_roots(db, private_collection, tmp_path, settings):
+    settings.SOURCE_ROOTS = [str(tmp_path / "allowed")]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\ntext", encoding="utf-8")
+    with pytest.raises(CommandError, match="is not under a folder that PORTAL_SOURCE_ROOTS allows"):
+        call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
+    assert not Source.objects.exists()
+    assert not Document.objects.exists()
 
 
 # Changed files are ingested; nothing stored is lost.
@@ -78,17 +95,18 @@ def test_it_syncs_a_folder(db, private_collection, tmp_path, capsys):
 def test_a_folder_sync_ingests_a_changed_file_and_keeps_a_document_whose_new_file_is_refused(
     private_collection, tmp_path, capsys, settings
 ):
+    settings.SOURCE_ROOTS = [str(tmp_path)]
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "travel.md").write_text("# 差旅\n\n住宿每晚 600 元。", encoding="utf-8")
     (folder / "leave.md").write_text("# 年假\n\n每年五天。", encoding="utf-8")
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
-    assert "2 queued, 0 unchanged, 0 failed, 0 removed" in capsys.readouterr().out
+    assert "2 listed, 2 added, 0 changed, 0 unchanged, 0 renamed, 0 deleted, 0 failed" in capsys.readouterr().out
 
     (folder / "travel.md").write_text("# 差旅\n\n住宿每晚 800 元。", encoding="utf-8")
     (folder / "leave.md").write_bytes(bytes(range(256)) * 4)  # still there, but no longer readable
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
-    assert "1 queued, 0 unchanged, 1 failed, 0 removed" in capsys.readouterr().out
+    assert "2 listed, 0 added, 1 changed, 0 unchanged, 0 renamed, 0 deleted, 1 failed" in capsys.readouterr().out
     assert "800" in Chunk.objects.get(document__rel_path="travel.md").text
     leave = Document.objects.get(rel_path="leave.md")  # its stored content is kept
     assert leave.status == Document.Status.READY
@@ -97,5 +115,5 @@ def test_a_folder_sync_ingests_a_changed_file_and_keeps_a_document_whose_new_fil
     settings.MAX_UPLOAD_MB = 1
     (folder / "leave.md").write_bytes(b"# big\n\n" + b"x" * (2 * 1024 * 1024))  # over the size limit
     call_command("ingest", str(folder), collection=private_collection.pk, inline=True)
-    assert "0 queued, 1 unchanged, 1 failed, 0 removed" in capsys.readouterr().out
+    assert "2 listed, 0 added, 0 changed, 1 unchanged, 0 renamed, 0 deleted, 1 failed" in capsys.readouterr().out
     assert Document.objects.filter(rel_path="leave.md", status=Document.Status.READY).exists()

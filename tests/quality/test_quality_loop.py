@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 from django.urls import reverse
 
 from assistant.models import Conversation, Message
 from assistant.retrieval.search import search
 from audit.models import Action, Entry
-from ingestion.actions import do_sync_folder
 from knowledge.models import Collection, Document, IndexVersion
 from quality.models import EvaluationRun, GoldenQuestion
+from sources.actions import do_folder_source, do_sync_here
 from tests.conftest import make_collection, token_for, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media"), pytest.mark.stack]
@@ -70,7 +71,8 @@ def test_feedback_becomes_a_test_and_reindexes_are_gated(client, api, alice, liv
     folder.mkdir()
     for name in FILES:
         shutil.copy2(next(EVAL.glob(f"files/*/{name}")), folder / name)
-    do_sync_folder(collection, folder, inline=True)  # the first version, indexed here
+    with override_settings(SOURCE_ROOTS=[str(folder)]):
+        do_sync_here(do_folder_source(collection, str(folder)))  # the first version, indexed here
     collection.refresh_from_db()
     first = IndexVersion.objects.get(pk=collection.active_version_id or 0)
     token_for(api, alice)

@@ -179,9 +179,11 @@ class Command(BaseCommand):
                 for path in found:
                     shutil.copy2(path, Path(picked) / path.name)
                 folder = Path(picked)
-            call_command(
-                "ingest", str(folder), collection=target.pk, inline=True, stdout=self.stdout, stderr=self.stderr
-            )
+            # The folder named on the command line may be synced for this run, wherever it is.
+            with override_settings(SOURCE_ROOTS=[*settings.SOURCE_ROOTS, str(folder.absolute())]):
+                call_command(
+                    "ingest", str(folder), collection=target.pk, inline=True, stdout=self.stdout, stderr=self.stderr
+                )
         self.stdout.write(f"Indexed in {time.perf_counter() - started:.1f} s")
         documents = Document.objects.filter(collection=target)
         for failed in documents.filter(status=Document.Status.FAILED):

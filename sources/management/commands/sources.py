@@ -9,10 +9,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from common.runs import claim
-from sources import crypto, sync
-from sources.actions import do_start_sync
-from sources.models import Source, SyncRun
+from sources import crypto
+from sources.actions import do_start_sync, do_sync_here
+from sources.management.commands.ingest import report
+from sources.models import Source
 
 
 class Command(BaseCommand):
@@ -42,15 +42,7 @@ class Command(BaseCommand):
             run = do_start_sync(source)
             self.stdout.write(f"Sync run {run.pk} queued.")
             return
-        run = SyncRun.objects.create(source=source)
-        if not claim(run):
-            raise CommandError("The run was taken by a worker.")
-        sync.execute(run, inline=True)
-        for failure in run.failures:
-            self.stderr.write(f"skipped {failure['path']}: {failure['error']}")
-        if run.status == SyncRun.Status.FAILED:
-            raise CommandError(run.error)
-        self.stdout.write(", ".join(f"{value} {key}" for key, value in run.counts.items()))
+        report(self, do_sync_here(source))
 
     def _rotate(self) -> None:
         rotated = 0
