@@ -4,7 +4,9 @@ comparison must read both)."""
 
 from __future__ import annotations
 
-from tests.ingestion.files import cjk_font
+from functools import cache
+
+from tests.ingestion.files import cjk_font, ingest
 
 PAGES = [
     ("Welcome 欢迎", ["云帆科技员工手册。", "This handbook describes the company's policies."]),
@@ -37,22 +39,14 @@ def files() -> dict[str, bytes]:
 
 
 def ingest_files(collection, files: dict[str, bytes]) -> None:
-    """Upload and index here, with the configured embedder (no Celery worker needed)."""
-    from common.runs import claim
-    from ingestion import actions
-    from ingestion.pipeline import ingest_document
-    from providers import registry
-
+    """Upload and index here (no Celery worker needed)."""
     for name, data in files.items():
-        _document, run = actions.do_add_document(collection, name, data, enqueue=False)
-        assert run is not None
-        assert claim(run)
-        ingest_document(run, registry.text_embedder())
-        run.refresh_from_db()
-        assert run.status == "succeeded", run.error
+        ingest(collection, name, data)
 
 
+@cache
 def policy_pdf() -> bytes:
+    """The policy PDF, made once: its CJK font's glyph widths take a quarter of a second."""
     import pymupdf
 
     font = cjk_font()

@@ -14,14 +14,12 @@ from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighte
 from assistant.retrieval.lexical import query_terms, search_lexical
 from assistant.retrieval.scope import scope_for
 from assistant.retrieval.search import search
-from common.runs import claim
 from ingestion.actions import do_add_document
-from ingestion.models import IngestionRun
-from ingestion.pipeline import ingest_document
 from knowledge import actions
 from knowledge.models import Chunk, Collection, IndexVersion, TermStat
 from providers import registry
 from tests.conftest import token_for
+from tests.ingestion.files import ingest as ingest_one
 
 pytestmark = pytest.mark.usefixtures("media")
 
@@ -37,12 +35,7 @@ DOCS = {
 
 def ingest(collection: Collection, docs: dict[str, str]) -> None:
     for name, text in docs.items():
-        _document, run = do_add_document(collection, name, text.encode(), enqueue=False)
-        assert run is not None
-        assert claim(run)
-        ingest_document(run, registry.text_embedder())
-        run.refresh_from_db()
-        assert run.status == IngestionRun.Status.SUCCEEDED, run.error
+        ingest_one(collection, name, text.encode())
 
 
 @pytest.fixture

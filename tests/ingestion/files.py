@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import io
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from knowledge.models import Collection, Document
@@ -82,8 +83,30 @@ def handbook_pdf(path: Path) -> Path:
     return path
 
 
+class Remembered:
+    """The configured embedder, remembering each passage's vector for the whole session: the
+    answering and search tests index the same few files again and again, whose vectors never change. Every row is
+    still written by the real pipeline in each test; only the model's repeated work goes."""
+
+    vectors: dict[tuple[str, str], list[float]] = {}
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        model = self.embedder.model_id
+        missing = [text for text in dict.fromkeys(texts) if (model, text) not in self.vectors]
+        if missing:
+            self.vectors.update(zip(((model, t) for t in missing), self.embedder.embed_documents(missing), strict=True))
+        return [self.vectors[model, text] for text in texts]
+
+
 def ingest(collection: Collection, name: str, data: bytes) -> Document:
-    """`data` added to `collection` as `name` and indexed in this process by the real pipeline."""
+    """`data` added to `collection` as `name` and indexed in this process by the real pipeline
+    (the embedder's vectors remembered across tests: `Remembered`)."""
     from common.runs import claim
     from ingestion import actions
     from ingestion.models import IngestionRun
@@ -93,7 +116,7 @@ def ingest(collection: Collection, name: str, data: bytes) -> Document:
     document, run = actions.do_add_document(collection, name, data, enqueue=False)
     assert run is not None
     assert claim(run)
-    ingest_document(run, registry.text_embedder())
+    ingest_document(run, Remembered(registry.text_embedder()))
     run.refresh_from_db()
     assert run.status == IngestionRun.Status.SUCCEEDED, run.error
     document.refresh_from_db()
