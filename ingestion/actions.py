@@ -190,7 +190,10 @@ def do_rerun_document(document: Document, *, enqueue: bool = True) -> IngestionR
 def do_cancel_run(run: IngestionRun) -> bool:
     """Ask a queued or running run to stop between pages; False when it has already ended."""
     active = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
-    return IngestionRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True) == 1
+    asked = IngestionRun.objects.filter(pk=run.pk, status__in=active).update(cancel_requested=True) == 1
+    # The parts of a split document stop with it (a part's own cancel stops that part only).
+    IngestionRun.objects.filter(part_of=run, status__in=active).update(cancel_requested=True)
+    return asked
 
 
 # Index versions

@@ -45,6 +45,13 @@ class IngestionRun(Run):
     stages = models.JSONField(_("time per stage"), default=dict, blank=True)
     traceback = models.TextField(blank=True)
     cancel_requested = models.BooleanField(_("cancel requested"), default=False)
+    # A long document's later pages, split off for other workers (ingestion.pipeline): a part
+    # reads pages first_page to last_page of the document its run (`part_of`) was started for.
+    part_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="parts", verbose_name=_("part of")
+    )
+    first_page = models.PositiveIntegerField(_("first page"), null=True, blank=True)
+    last_page = models.PositiveIntegerField(_("last page"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -53,7 +60,8 @@ class IngestionRun(Run):
         verbose_name_plural = _("ingestion runs")
 
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} {self.document or self.collection} ({self.status})"
+        pages = f" p. {self.first_page}–{self.last_page}" if self.last_page else ""
+        return f"{self.get_kind_display()} {self.document or self.collection}{pages} ({self.status})"
 
 
 class DerivedText(models.Model):

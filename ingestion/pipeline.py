@@ -26,7 +26,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -46,7 +46,7 @@ from ingestion.index import (
 )
 from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
-from ingestion.parsers.base import ParseError
+from ingestion.parsers.base import ParseError, Parser
 from ingestion.parsers.formats import parser_for
 from ingestion.runs import enqueue_run
 from ingestion.stages import Profile, current_profile, profiling, stage
@@ -75,14 +75,16 @@ class IngestResult:
         }
 
 
-def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult | None:
-    """Run a claimed ingest run to its end and record the outcome on it."""
+def ingest_document(run: IngestionRun, embedder: TextEmbedder, *, part_pages: int = 0) -> IngestResult | None:
+    """Run a claimed ingest run to its end and record the outcome on it. `part_pages`: a
+    document of at least twice that many pages is split among the workers (`_split`); only
+    a worker's task sets it, since the parts are queued for workers (0: read it all here)."""
     document = run.document
     assert document is not None
     try:
         with profiling() as profile:
             try:
-                result = _ingest(run, document, embedder)
+                result = _ingest(run, document, embedder, part_pages)
             finally:  # a failed or cancelled run keeps its profile too
                 IngestionRun.objects.filter(pk=run.pk).update(stages=profile.as_json())
     except Cancelled:  # the run's cancel_requested was set: it stopped between pages
@@ -93,6 +95,7 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
         _fail(run, document, str(exc))
         if isinstance(exc, ProviderError) and exc.retryable:
             raise  # the task retries with backoff
+        _stop_other_parts(run)
         return None
     except (OperationalError, InterfaceError) as exc:  # the database went away (restarted)
         with contextlib.suppress(OperationalError, InterfaceError):  # it may still be away
@@ -110,6 +113,14 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder) -> IngestResult |
     return result
 
 
+def _stop_other_parts(run: IngestionRun) -> None:
+    """A part of a split document failed for good: the others stop at their next page."""
+    if run.last_page is not None:
+        active = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
+        others = IngestionRun.objects.filter(_split_runs(run.part_of_id or run.pk), status__in=active)
+        others.exclude(pk=run.pk).update(cancel_requested=True)
+
+
 def disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
@@ -120,7 +131,7 @@ def disk_full_message() -> str:
     )
 
 
-def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> IngestResult:
+def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_pages: int) -> IngestResult:
     collection = document.collection
     ensure_active_version(collection, embedder)
     versions = target_versions(collection)
@@ -137,13 +148,14 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
         pages = document.pages.count()
         return IngestResult(pages=pages, pages_indexed=0, pages_kept=pages, chunks_written=0)
     parser = parser_for(document.mime)
-    # Unsearchable in the pending versions until its pages are valid there again, batch by
-    # batch; a run that stopped half-way left some searchable without an IndexedDocument.
-    IndexedDocument.objects.filter(document=document, index_version__in=pending).delete()
-    for version in pending:
-        stats.add_document(version.pk, document.pk, -1)
-    if collection.active_version_id in {version.pk for version in pending}:
-        Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
+    if run.part_of_id is None:
+        # Unsearchable in the pending versions until its pages are valid there again, batch by
+        # batch; a run that stopped half-way left some searchable without an IndexedDocument.
+        IndexedDocument.objects.filter(document=document, index_version__in=pending).delete()
+        for version in pending:
+            stats.add_document(version.pk, document.pk, -1)
+        if collection.active_version_id in {version.pk for version in pending}:
+            Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     numbers: list[int] = []
     profile = current_profile()
     indexed = kept = written = 0
@@ -151,13 +163,19 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
     batch = _Batch(pending)  # drafted pages waiting for the embedder: one call per batch
     # Parsers read a path: in an object store, a temporary copy kept until the last page.
     with _original(document) as original:
-        with stage("open"):
-            total = parser.count(original)
-        if total:
-            IngestionRun.objects.filter(pk=run.pk).update(total=total)
-            run.total = total
+        if run.part_of_id is None and run.last_page is None:
+            with stage("open"):
+                total = parser.count(original)
+            if total:
+                IngestionRun.objects.filter(pk=run.pk).update(total=total)
+                run.total = total
+                _split(run, parser, total, part_pages)
+        if run.last_page is not None:  # a part, or the first pages of a split document
+            parsing = parser.page_range(original, run.first_page or 1, run.last_page)
+        else:
+            parsing = parser.pages(original)
         started = time.perf_counter()
-        for parsed in parser.pages(original):
+        for parsed in parsing:
             with stage("database"):
                 page = save_page(document, parsed)
                 stale = [version for version in pending if not page_valid(page, version)]
@@ -175,11 +193,65 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder) -> In
                 last_event = time.monotonic()
             started = time.perf_counter()
         written += batch.write(embedder, profile)
-    _finish_document(document, pending, numbers)
+    result = IngestResult(pages=len(numbers), pages_indexed=indexed, pages_kept=kept, chunks_written=written)
+    if run.last_page is None:
+        _finish_document(document, pending, numbers)
+    elif not _last_part_done(run, result, pending):
+        return result  # other parts are still being read: the last one to end finishes the document
     for version in pending:
         if version.status == IndexVersion.Status.BUILDING:
             complete_build_if_done(version)
-    return IngestResult(pages=len(numbers), pages_indexed=indexed, pages_kept=kept, chunks_written=written)
+    return result
+
+
+def _split(run: IngestionRun, parser: Parser, total: int, size: int) -> None:
+    """Split a long document among the ingest workers, `size` pages a part: the run keeps the
+    first pages, and a part run for each later range is queued for any worker. A range
+    shorter than half a part joins the one before it. Nothing when the format cannot read a
+    range alone or the document has fewer than two parts' pages."""
+    if not size or not parser.splits or total < 2 * size:
+        return
+    starts = list(range(1, total + 1, size))
+    if total - starts[-1] + 1 < size // 2:
+        starts.pop()
+    ranges = [(first, (starts[i + 1] - 1) if i + 1 < len(starts) else total) for i, first in enumerate(starts)]
+    with transaction.atomic():
+        run.first_page, run.last_page = ranges[0]
+        run.save(update_fields=["first_page", "last_page"])
+        for first, last in ranges[1:]:
+            part = IngestionRun.objects.create(
+                collection_id=run.collection_id,
+                document_id=run.document_id,
+                kind=IngestionRun.Kind.INGEST,
+                part_of=run,
+                first_page=first,
+                last_page=last,
+                total=last - first + 1,
+                requested_by_id=run.requested_by_id,
+            )
+            enqueue_run(part)
+
+
+def _last_part_done(run: IngestionRun, result: IngestResult, versions: list[IndexVersion]) -> bool:
+    """Record this part of a split document as done; True when it was the last one, and the
+    document is then finished (ready, whole in its versions). The first run's row is locked
+    while the parts are counted, so that two parts ending at once cannot both miss the end."""
+    root_id = run.part_of_id or run.pk
+    with transaction.atomic():
+        root = IngestionRun.objects.select_for_update().get(pk=root_id)
+        _finish(run, IngestionRun.Status.SUCCEEDED, counts=result.as_counts())
+        if IngestionRun.objects.filter(_split_runs(root_id)).exclude(status=IngestionRun.Status.SUCCEEDED).exists():
+            return False
+        document = run.document
+        assert document is not None
+        assert root.total is not None
+        _finish_document(document, versions, list(range(1, root.total + 1)))
+    return True
+
+
+def _split_runs(root_id: int) -> Q:
+    """The first run of a split document and its parts."""
+    return Q(pk=root_id) | Q(part_of_id=root_id)
 
 
 @dataclass
@@ -271,13 +343,17 @@ def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
         raise Cancelled
     if run.document_id is None or time.monotonic() - last_event < EVENT_INTERVAL:
         return False
+    shown = run
+    if run.last_page is not None:  # a split document: its pages done by every worker
+        shown = run.part_of or run
+        pages = IngestionRun.objects.filter(_split_runs(shown.pk)).aggregate(done=Sum("progress"))["done"] or pages
     event = {
         "type": "document.progress",
         "document": run.document_id,
-        "run": run.pk,
+        "run": shown.pk,
         "pages_done": pages,
-        "pages_total": run.total,  # None when the format cannot tell before parsing
-        **pace(run, pages),
+        "pages_total": shown.total,  # None when the format cannot tell before parsing
+        **pace(shown, pages),
     }
     send_collection_event_on_commit(run.collection_id, event)
     return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from common.runs import claim, stale_after
@@ -33,7 +34,7 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
         IngestionRun.objects.filter(pk=run.pk, status__in=ended).update(status=IngestionRun.Status.QUEUED, error="")
     if not claim(run):
         return None  # another worker has it, or it already finished
-    result = pipeline.ingest_document(run, registry.text_embedder())
+    result = pipeline.ingest_document(run, registry.text_embedder(), part_pages=settings.INGEST_PART_PAGES)
     return result.as_counts() if result else None
 
 

@@ -336,6 +336,10 @@ WORKER_CONCURRENCY = env_int("PORTAL_WORKER_CONCURRENCY", 1, minimum=1)
 # (manage.py up starts it): a note uploaded while a 250-page manual is being read is
 # searchable in seconds instead of after it. 0: every file waits in `ingest`.
 QUICK_INGEST_BYTES = env_int("PORTAL_QUICK_INGEST_BYTES", 65536, minimum=0)
+# A PDF of at least twice this many pages is read by several workers at once: the worker
+# that takes it reads the first pages and queues the rest in parts of this size for any
+# ingest worker (ingestion/pipeline.py). 0: one worker reads every page of a document.
+INGEST_PART_PAGES = env_int("PORTAL_INGEST_PART_PAGES", 48, minimum=0)
 
 # Models, one provider per role (providers/config.py lists the variables).
 MODEL_THREADS = env_int("PORTAL_MODEL_THREADS", 2, minimum=1)

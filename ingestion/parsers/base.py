@@ -87,10 +87,18 @@ class Parser(ABC):
     # Its pages cost about what embedding their text costs (no OCR, renders or models): a small
     # file of this format takes the quick queue whatever its page count (ingestion/runs.py).
     cheap_pages: ClassVar[bool] = False
+    # It can parse a range of pages alone (`page_range`), so a long file's pages can be split
+    # among workers (ingestion.pipeline, settings.INGEST_PART_PAGES).
+    splits: ClassVar[bool] = False
 
     @abstractmethod
     def pages(self, path: Path) -> Iterator[ParsedPage]:
         """Yield the file's pages in order; raise ParseError for a file it cannot read."""
+
+    def page_range(self, path: Path, first: int, last: int) -> Iterator[ParsedPage]:
+        """Yield pages `first` to `last` (numbered from 1, both included), as `pages` would;
+        only parsers that set `splits`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot parse a range of pages")
 
     def check(self, path: Path) -> None:
         """Raise ParseError when the file cannot be read as this type, before it is stored:

@@ -48,6 +48,7 @@ T1_CONTROLS = str.maketrans(
 
 class PdfParser(Parser):
     mime_types = ("application/pdf",)
+    splits = True
 
     def count(self, path: Path) -> int | None:
         import pymupdf
@@ -59,6 +60,9 @@ class PdfParser(Parser):
             return None
 
     def pages(self, path: Path) -> Iterator[ParsedPage]:
+        return self.page_range(path, 1, settings.MAX_PAGES)
+
+    def page_range(self, path: Path, first: int, last: int) -> Iterator[ParsedPage]:
         import pymupdf
 
         try:
@@ -81,7 +85,7 @@ class PdfParser(Parser):
                     )
                     % {"pages": f"{document.page_count:,}", "limit": f"{settings.MAX_PAGES:,}"}
                 )
-            for index in range(document.page_count):
+            for index in range(first - 1, min(last, document.page_count)):
                 try:
                     page = document.load_page(index)
                     yield _parse_page(page, index + 1)
