@@ -462,6 +462,63 @@ def layouts(folder: Path, pages: int, tried: list[tuple[int, int]]) -> dict[str,
     return {"cpu": cpu(), "pages_per_pdf": pages, "layouts": results}
 
 
+def split(path: Path, tried: list[tuple[int, int, int]]) -> dict[str, Any]:
+    """One long PDF uploaded to real Celery workers, W workers with T model threads each and
+    the document split in parts of P pages (0: one worker reads it all): seconds from the
+    upload to the document ready. Each layout starts its workers afresh and warms each with a
+    small PDF first, so that loading the models is not timed."""
+    import functools
+    from contextlib import ExitStack
+
+    from django.test import override_settings
+
+    from ingestion.actions import do_add_document
+    from portal.supervisor import worker_command
+    from tests.ingestion.test_recovery import long_pdf
+    from tests.stack import process, wait_for
+
+    data = path.read_bytes()
+    results: dict[str, Any] = {}
+    for workers, threads, part_pages in tried:
+        label = f"{workers}x{threads} parts of {part_pages}" if part_pages else f"{workers}x{threads} whole"
+        target = collection(f"bench split {label}")
+        with ExitStack() as stack, override_settings(QUICK_INGEST_BYTES=0), tempfile.TemporaryDirectory() as tmp:
+            logs = [Path(tmp) / f"worker-{n}.log" for n in range(workers)]
+            env = {"PORTAL_MODEL_THREADS": str(threads), "PORTAL_INGEST_PART_PAGES": str(part_pages)}
+            for n, log in enumerate(logs):
+                stack.enter_context(process(worker_command(f"bench-{n}@%h", 1, "ingest"), log, **env))
+
+            for n in range(workers):
+                do_add_document(target, f"warm-{n}.pdf", long_pdf(2))
+            wait_for(functools.partial(ended, target), 300, "the workers warmed up", logs[0])
+            started = time.perf_counter()
+            document, _run = do_add_document(target, path.name, data)
+            wait_for(functools.partial(ended, target), 3600, f"{path.name} indexed", logs[0], every=0.5)
+            seconds = time.perf_counter() - started
+        document.refresh_from_db()
+        results[label] = {
+            "workers": workers,
+            "threads": threads,
+            "part_pages": part_pages,
+            "status": document.status,
+            "pages": document.page_count,
+            "seconds": round(seconds, 1),
+            "pages_per_second": round(document.page_count / seconds, 2),
+        }
+        print(json.dumps({label: results[label]}), flush=True)
+        target.delete()
+    from bench.common import cpu
+
+    return {"cpu": cpu(), "file": path.name, "layouts": results}
+
+
+def ended(target) -> bool:  # type: ignore[no-untyped-def]
+    """Whether every document of the collection is ready or failed."""
+    from knowledge.models import Document
+
+    return not Document.objects.filter(collection=target).exclude(status__in=("ready", "failed")).exists()
+
+
 def child_share(listing: Path) -> None:
     """One worker of `layouts`: load, say ready, wait for go, ingest its files, report."""
     from knowledge.models import Collection
@@ -584,6 +641,13 @@ def arguments() -> argparse.Namespace:
         help="the files in FOLDER (PDFs cut to --pdf-pages) ingested by one worker with 2 model threads "
         "and by two workers with 1 each: bench/results/ingest-layouts.json",
     )
+    parser.add_argument(
+        "--split",
+        type=Path,
+        metavar="PDF",
+        help="one long PDF indexed by real workers: one worker with 2 model threads reading it whole, and "
+        "split in parts of 48 pages among one and two workers: bench/results/ingest-split.json",
+    )
     parser.add_argument("--child-rss", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-share", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -603,6 +667,10 @@ def main() -> None:
     if args.layouts:
         figures = layouts(args.layouts, args.pdf_pages, [(1, 2), (2, 1)])
         (out / "ingest-layouts.json").write_text(json.dumps(figures, indent=2))
+        return
+    if args.split:
+        figures = split(args.split, [(1, 2, 0), (1, 2, 48), (2, 1, 48)])
+        (out / "ingest-split.json").write_text(json.dumps(figures, indent=2))
         return
     if args.first_page:
         figures = first_page(args.first_page, args.to_end)

@@ -16,7 +16,9 @@ team's collection, and her own conversation, memory, token and team membership.
 - media are only served through the access-checked routes above;
 - websockets: 4401 anonymous, 4404 for a collection the caller cannot see.
 
-A route that is not classified here fails the test, so new endpoints must join it."""
+A route that is not classified here fails the test, so new endpoints must join it. The MCP
+server at /mcp/ is not a Django route: its tools are held to the same rules, with another
+user's token, in tests/agents/test_mcp.py."""
 
 from __future__ import annotations
 
