@@ -38,6 +38,7 @@ urlpatterns = [
     path("api/", include("assistant.api.urls")),
     path("api/", include("quality.api.urls")),
     path("api/", include("sources.api.urls")),
+    path("v1/", include("agents.urls")),  # OpenAI-compatible (agents/completions.py)
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("", include("assistant.urls")),

@@ -150,6 +150,9 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     # ranked first), test_answering.py and test_chat_socket.py (nor in an answer).
     "search": ({}, Access.OWN),
     "ask": ({}, Access.OWN),
+    # OpenAI-compatible: the models are the caller's collections; tests/agents/test_completions.py
+    "openai-models": ({}, Access.OWN),
+    "openai-chat-completions": ({}, Access.OWN),
     "conversation-list": ({}, Access.OWN),
     "conversation-detail": ({"pk": "conversation"}, Access.OWN),
     # tests/assistant/test_memory.py, test_memory_stack.py: nor in memory.used or answers

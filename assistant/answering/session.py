@@ -115,8 +115,11 @@ def start(
     *,
     collection_ids: Sequence[int] | None = None,
     conversation_id: int | None = None,
+    history: Sequence[Turn] = (),
 ) -> Session:
-    """Check the question and what it may read, and record it; raises AskError."""
+    """Check the question and what it may read, and record it; raises AskError. `history`:
+    the turns before it, for a new conversation whose client keeps its own (the
+    OpenAI-compatible endpoint); a conversation of the portal's has its history stored."""
     started = time.perf_counter()
     question = " ".join(str(question or "").split())
     if not question:
@@ -149,13 +152,13 @@ def start(
         if conversation is None:  # few queries: the first event waits for these
             conversation = Conversation.objects.create(user=user, title=question[:80])  # type: ignore[misc]
             conversation.collections.add(*(collection_ids or []))
-            history: tuple[Turn, ...] = ()
+            turns = tuple(history)[-settings.HISTORY_TURNS :] if settings.HISTORY_TURNS else ()
         else:
-            history = history_of(conversation)
+            turns = history_of(conversation)
             conversation.collections.set(collection_ids or [])
             conversation.save(update_fields=["updated_at"])
         message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=question)
-    return Session(user, question, conversation, message, scope, history, started=started)
+    return Session(user, question, conversation, message, scope, turns, started=started)
 
 
 def history_of(conversation: Conversation) -> tuple[Turn, ...]:

@@ -1,0 +1,251 @@
+"""An OpenAI-compatible endpoint, so that any program written for the OpenAI API can ask the
+portal: `GET /v1/models` lists the collections the user may read as models (`kb-all`, and
+`kb-<id>` for each), and `POST /v1/chat/completions` answers the last user message from the
+model's collections, the earlier messages being the conversation's history; streamed as
+`chat.completion.chunk` events (`stream: true`) or as one `chat.completion`. Citations come
+as numbered footnotes after the answer and as `citations` on the message. Authenticated by
+the REST API's tokens (`Authorization: Bearer <key>`); errors in OpenAI's shape
+(`{"error": {"message", "type", "param", "code"}}`)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from django.utils.translation import gettext as _
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, NotFound, Throttled, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView, exception_handler
+
+from assistant.answering.bridge import events_in_thread
+from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, collect
+from assistant.answering.pipeline import answer_events, run
+from assistant.answering.session import AskError, Session, start, started
+from assistant.answering.types import Turn
+from knowledge.api.views import request_user
+from knowledge.models import Collection
+from portal.limits import allow_question
+
+ALL = "kb-all"
+MAX_MESSAGES = 200
+ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "permission_denied"),
+    404: ("invalid_request_error", "model_not_found"),
+    405: ("invalid_request_error", "method_not_allowed"),
+    429: ("rate_limit_exceeded", "rate_limit_exceeded"),
+}
+
+
+def openai_errors(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's errors in the shape OpenAI's clients read."""
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    kind, code = ERROR_TYPES.get(response.status_code, ("api_error", None))
+    response.data = {"error": {"message": message_of(response.data), "type": kind, "param": None, "code": code}}
+    return response
+
+
+def message_of(data: Any) -> str:
+    if isinstance(data, dict):
+        if "detail" in data:
+            return str(data["detail"])
+        return "; ".join(f"{field}: {message_of(value)}" for field, value in data.items())
+    if isinstance(data, list):
+        return " ".join(message_of(item) for item in data)
+    return str(data)
+
+
+class OpenAIView(APIView):
+    def get_exception_handler(self) -> Any:
+        return openai_errors
+
+
+class ModelsView(OpenAIView):
+    def get(self, request: Request) -> Response:
+        rows = Collection.objects.visible_to(request.user).order_by("pk").values_list("pk", "name", "created_at")
+        now = int(time.time())
+        models = [{"id": ALL, "object": "model", "created": now, "owned_by": "portal", "name": _("All collections")}]
+        models += [
+            {
+                "id": f"kb-{pk}",
+                "object": "model",
+                "created": int(created.timestamp()),
+                "owned_by": "portal",
+                "name": name,
+            }
+            for pk, name, created in rows
+        ]
+        return Response({"object": "list", "data": models})
+
+
+class MessageSerializer(serializers.Serializer[dict[str, Any]]):
+    role = serializers.ChoiceField(choices=["system", "developer", "user", "assistant", "tool"])
+    content = serializers.JSONField(required=False, allow_null=True)
+
+    def validate_content(self, value: Any) -> str:
+        """A string, or OpenAI's list of parts of which the text ones are read."""
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return "\n".join(
+                str(part.get("text", "")) for part in value if isinstance(part, dict) and part.get("type") == "text"
+            )
+        raise serializers.ValidationError(_("Give the content as text, or as a list of text parts."))
+
+
+class CompletionRequestSerializer(serializers.Serializer[dict[str, Any]]):
+    model = serializers.CharField(max_length=40)
+    messages = serializers.ListField(child=MessageSerializer(), allow_empty=False, max_length=MAX_MESSAGES)
+    stream = serializers.BooleanField(default=False)
+
+
+def collections_of(model: str) -> list[int] | None:
+    """The collection ids a model names (None: all the user may read); NotFound otherwise."""
+    if model == ALL:
+        return None
+    number = model.removeprefix("kb-")
+    if model.startswith("kb-") and number.isdigit():
+        return [int(number)]
+    raise NotFound(
+        _("The model “%(model)s” does not exist: GET /v1/models lists the ones you may use.") % {"model": model}
+    )
+
+
+def history_of(messages: list[dict[str, Any]]) -> list[Turn]:
+    """Each user message with the assistant message that followed it."""
+    turns: list[Turn] = []
+    for message in messages:
+        if message["role"] == "user":
+            turns.append(Turn(message["content"], ""))
+        elif message["role"] == "assistant" and turns and not turns[-1].answer:
+            turns[-1] = Turn(turns[-1].question, message["content"])
+    return [turn for turn in turns if turn.answer]
+
+
+def footnotes(citations: list[dict[str, Any]]) -> str:
+    """The citations as numbered notes after the answer: [1] file, place."""
+    lines = [f"[{c['n']}] {c['file']}, {c['place']}" for c in citations]
+    return "\n\n" + "\n".join(lines) if lines else ""
+
+
+def portal_citations(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keep = ("n", "file", "path", "page", "place", "chunk_id", "document_id", "page_id", "quote")
+    return [{key: c.get(key) for key in keep} for c in citations]
+
+
+class ChatCompletionsView(OpenAIView):
+    def post(self, request: Request) -> Response | StreamingHttpResponse:
+        form = CompletionRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        messages = data["messages"]
+        if messages[-1]["role"] != "user" or not messages[-1]["content"].strip():
+            raise ValidationError({"messages": _("The last message must be the user's question.")})
+        collection_ids = collections_of(data["model"])
+        if not allow_question(request_user(request).pk):
+            raise Throttled(detail=_("Too many questions in a minute; wait a little and ask again."))
+        try:
+            session = start(
+                request.user,
+                messages[-1]["content"],
+                collection_ids=collection_ids,
+                history=history_of(messages[:-1]),
+            )
+        except AskError as exc:
+            if exc.code == "not_found":
+                raise NotFound(_("The model “%(model)s” does not exist.") % {"model": data["model"]}) from None
+            raise ValidationError({"messages": exc.message}) from None
+        if data["stream"]:
+            response = StreamingHttpResponse(
+                _stream(session, data["model"]), content_type="text/event-stream; charset=utf-8"
+            )
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
+        result = collect(answer_events(session))
+        if result["error"] is not None:
+            raise ModelFailed(result["error"]["message"])
+        body = {
+            "id": f"chatcmpl-{session.question_message.pk}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": data["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": result["answer"] + footnotes(result["citations"]),
+                        "citations": portal_citations(result["citations"]),
+                    },
+                    "finish_reason": "stop",
+                }
+            ],
+            "conversation": result["conversation"],
+        }
+        return Response(body, status=status.HTTP_200_OK)
+
+
+class ModelFailed(APIException):
+    status_code = status.HTTP_502_BAD_GATEWAY
+    default_code = "model_failed"
+
+
+def chunk(session: Session, model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    body = {
+        "id": f"chatcmpl-{session.question_message.pk}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+async def _stream(session: Session, model: str) -> AsyncIterator[str]:
+    """The answer's text as it is written; a replacement that only extends what was sent is
+    sent as its rest. A replacement that changes what was sent cannot be taken back in this
+    protocol: the final text then comes whole in `portal_answer` on the last chunk."""
+    events: list[Event] = [started(session)]
+    sent = ""
+    yield chunk(session, model, {"role": "assistant", "content": ""})
+    async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
+        events.append(event)
+        text = ""
+        if isinstance(event, AnswerDelta):
+            text = event.text
+        elif isinstance(event, AnswerReplaced) and event.text.startswith(sent):
+            text = event.text[len(sent) :]
+        if text:
+            sent += text
+            yield chunk(session, model, {"content": text})
+    result = collect(events)
+    if result["error"] is not None:
+        error = {"message": result["error"]["message"], "type": "api_error", "param": None, "code": "model_failed"}
+        yield f"data: {json.dumps({'error': error}, ensure_ascii=False)}\n\n"
+    else:
+        rest = result["answer"][len(sent) :] if result["answer"].startswith(sent) else ""
+        extra = {} if result["answer"].startswith(sent) else {"portal_answer": result["answer"]}
+        yield chunk(session, model, {"content": rest + footnotes(result["citations"])})
+        yield chunk(
+            session,
+            model,
+            {},
+            "stop",
+            citations=portal_citations(result["citations"]),
+            conversation=result["conversation"],
+            **extra,
+        )
+    yield "data: [DONE]\n\n"
