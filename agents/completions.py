@@ -145,6 +145,8 @@ def portal_citations(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class ChatCompletionsView(OpenAIView):
+    reads_only = True  # a read-only API token may ask (knowledge.api.authentication)
+
     def post(self, request: Request) -> Response | StreamingHttpResponse:
         form = CompletionRequestSerializer(data=request.data)
         form.is_valid(raise_exception=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from smtplib import SMTPException
 from typing import TYPE_CHECKING, Any
@@ -335,12 +336,34 @@ def do_delete_collection(collection: Collection) -> None:
 # API tokens
 
 
-def do_create_token(user: User, name: str) -> tuple[ApiToken, str]:
-    """The new token and its key, which is shown once and never stored."""
+def do_create_token(
+    user: User, name: str, *, read_only: bool = False, collections: Sequence[Collection] | None = None
+) -> tuple[ApiToken, str]:
+    """The new token and its key, which is shown once and never stored. `read_only`: it may
+    read, search and ask, never change anything; `collections`: it sees only these (each
+    must be one the user may see; None: every collection the user may see)."""
     key = new_key()
+    chosen = list(collections) if collections is not None else None
+    if chosen is not None:
+        visible = set(Collection.objects.visible_to(user).values_list("pk", flat=True))
+        if not chosen or any(collection.pk not in visible for collection in chosen):
+            raise ValidationError({"collections": _("Choose one or more of your collections.")})
     with transaction.atomic():
-        token = ApiToken.objects.create(user=user, name=clean_name(name), prefix=key[:10], key_hash=hash_key(key))
-        record(Action.TOKEN_CREATE, token, owner_id=user.pk, actor=user)
+        token = ApiToken.objects.create(
+            user=user,
+            name=clean_name(name),
+            prefix=key[:10],
+            key_hash=hash_key(key),
+            read_only=read_only,
+            limited=chosen is not None,
+        )
+        scope: dict[str, tuple[Any, Any]] = {}
+        if read_only:
+            scope["read_only"] = (False, True)
+        if chosen is not None:
+            token.collections.set(chosen)
+            scope["collections"] = (None, sorted(collection.pk for collection in chosen))
+        record(Action.TOKEN_CREATE, token, owner_id=user.pk, actor=user, changes=scope)
     return token, key
 
 

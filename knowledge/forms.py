@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from knowledge.models import Role, Team
+from knowledge.models import Collection, Role, Team
 
 
 class CollectionForm(forms.Form):
@@ -41,6 +41,22 @@ class RoleForm(forms.Form):
 
 class TokenForm(forms.Form):
     name = forms.CharField(label=_("Token name"), max_length=100)
+    read_only = forms.BooleanField(
+        label=_("Read only"), required=False, help_text=_("It can read, search and ask, but not change anything.")
+    )
+    collections = forms.ModelMultipleChoiceField(
+        label=_("Only these collections"),
+        queryset=Collection.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text=_("None chosen: every collection you can see, now and later."),
+    )
+
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["collections"]
+        assert isinstance(field, forms.ModelMultipleChoiceField)
+        field.queryset = Collection.objects.visible_to(user).order_by("name") if user is not None else field.queryset
 
 
 class CollectionSettingsForm(forms.Form):

@@ -370,16 +370,19 @@ def member_remove(request: AuthedRequest, team_id: int, membership_id: int) -> H
 
 @login_required
 def token_list(request: AuthedRequest) -> HttpResponse:
-    form = TokenForm(request.POST or None)
+    form = TokenForm(request.POST or None, user=request.user)
     new_key = None
     if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
         try:
-            _token, new_key = actions.do_create_token(request.user, form.cleaned_data["name"])
+            _token, new_key = actions.do_create_token(
+                request.user, data["name"], read_only=data["read_only"], collections=list(data["collections"]) or None
+            )
         except ValidationError as exc:
-            form.add_error("name", exc)
+            form.add_error(None if hasattr(exc, "error_dict") else "name", exc)
         else:
-            form = TokenForm()
-    tokens = ApiToken.objects.filter(user=request.user)
+            form = TokenForm(user=request.user)
+    tokens = ApiToken.objects.filter(user=request.user).prefetch_related("collections")
     status = 400 if form.errors else 200  # a refused name, like the other pages' forms
     context = {"tokens": tokens, "form": form, "new_key": new_key}
     return render(request, "knowledge/tokens.html", context, status=status)

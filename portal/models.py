@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.contrib.auth.models import AbstractUser
 from django.db import models
@@ -14,6 +15,9 @@ class User(AbstractUser):
 
     uid = models.UUIDField(_("UID"), default=uuid.uuid4, unique=True, editable=False)
     email = models.EmailField(_("email address"), blank=True)
+    # The API token a request came with (knowledge's ApiToken, set on authentication): its
+    # read-only flag and collections bound what the request may do. None for a session.
+    api_token: Any = None
 
     class Meta(AbstractUser.Meta):  # type: ignore[name-defined]
         swappable = "AUTH_USER_MODEL"

@@ -46,6 +46,7 @@ def sse(event: Event) -> str:
 
 
 class AskView(APIView):
+    reads_only = True  # a read-only API token may ask (knowledge.api.authentication)
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(

@@ -23,6 +23,8 @@ from knowledge.api.schema import NOT_FOUND
 
 
 class SearchView(APIView):
+    reads_only = True  # a read-only API token may search (knowledge.api.authentication)
+
     @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer, 404: NOT_FOUND})
     def post(self, request: Request) -> Response:
         form = SearchRequestSerializer(data=request.data)

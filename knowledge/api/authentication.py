@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 
 from knowledge.models import ApiToken
@@ -16,10 +17,13 @@ KEYWORDS = ("token", "bearer")
 
 
 def user_for_key(key: str) -> tuple[Any, ApiToken] | None:
-    """The active user and token for a raw key, or None. Shared by REST and websockets."""
+    """The active user and token for a raw key, or None. Shared by REST, websockets and MCP.
+    The user carries the token (`user.api_token`), so that every collection query of the
+    request keeps to the token's collections (Collection.objects.visible_to)."""
     token = ApiToken.objects.active().select_related("user").filter(key_hash=hash_key(key)).first()
     if token is None:
         return None
+    token.user.api_token = token
     now = timezone.now()
     # Record use at most once a minute so busy integrations do not write on every call.
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
@@ -32,6 +36,17 @@ def key_from_header(value: str) -> str | None:
     if len(parts) == 2 and parts[0].lower() in KEYWORDS:
         return parts[1]
     return None
+
+
+def check_read_only(token: ApiToken, request: Request) -> None:
+    """A read-only token may read, search and ask (views that only read with POST say so with
+    `reads_only = True`), never change anything: PermissionDenied otherwise. Here rather than
+    in a permission class, so that no view's own permissions can leave it out."""
+    if not token.read_only or request.method in SAFE_METHODS:
+        return
+    view = (request.parser_context or {}).get("view")
+    if not getattr(view, "reads_only", False):
+        raise exceptions.PermissionDenied(_("This API token is read-only: it cannot change anything."))
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -49,6 +64,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         found = user_for_key(key)
         if found is None:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked API token."))
+        check_read_only(found[1], request)
         return found
 
     def authenticate_header(self, request: Request) -> str:

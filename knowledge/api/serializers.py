@@ -128,10 +128,27 @@ class CollectionUpdateSerializer(serializers.ModelSerializer[Collection]):
 
 
 class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        max_length=100,
+        write_only=True,  # shown by to_representation, from the token's rows
+        help_text="Only these collections (ids of yours); left out or null: every collection you can see.",
+    )
+
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+        fields = ["id", "name", "prefix", "read_only", "collections", "created_at", "last_used_at", "revoked_at"]
         read_only_fields = ["id", "prefix", "created_at", "last_used_at", "revoked_at"]
+        extra_kwargs = {
+            "read_only": {"help_text": "It may read, search and ask, never change anything (403 on a write)."}
+        }
+
+    def to_representation(self, instance: ApiToken) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        data["collections"] = sorted(instance.collections.values_list("pk", flat=True)) if instance.limited else None
+        return data
 
 
 class NewApiTokenSerializer(ApiTokenSerializer):

@@ -286,7 +286,17 @@ class ApiTokenViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         form = s.ApiTokenSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        token, key = actions.do_create_token(request_user(request), form.validated_data["name"])
+        data = form.validated_data
+        user = request_user(request)
+        chosen = None
+        if data.get("collections") is not None:
+            chosen = [access_collection(user, pk) for pk in data["collections"]]  # 404 for what is not yours
+        try:
+            token, key = actions.do_create_token(
+                user, data["name"], read_only=data.get("read_only", False), collections=chosen
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"name": exc.messages}) from None
         data = {**s.ApiTokenSerializer(token).data, "key": key}
         return Response(data, status=status.HTTP_201_CREATED)
 

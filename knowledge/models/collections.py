@@ -22,7 +22,8 @@ class CollectionQuerySet(models.QuerySet["Collection"]):
     def visible_to(self, user: AnyUser) -> CollectionQuerySet:
         if not user.is_authenticated:
             return self.none()
-        return self.filter(Q(owner_user=user) | Q(owner_team__in=Team.objects.visible_to(user).values("pk")))
+        found = self.filter(Q(owner_user=user) | Q(owner_team__in=Team.objects.visible_to(user).values("pk")))
+        return found._within_token(user)
 
     def editable_by(self, user: AnyUser) -> CollectionQuerySet:
         return self._with_role(user, Role.EDITOR)
@@ -34,7 +35,15 @@ class CollectionQuerySet(models.QuerySet["Collection"]):
         if not user.is_authenticated:
             return self.none()
         teams = Team.objects.with_role_at_least(user, role).values("pk")
-        return self.filter(Q(owner_user=user) | Q(owner_team__in=teams))
+        return self.filter(Q(owner_user=user) | Q(owner_team__in=teams))._within_token(user)
+
+    def _within_token(self, user: AnyUser) -> CollectionQuerySet:
+        """Only the collections an API token limited to chosen ones names, when the request
+        came with such a token (knowledge.api.authentication.user_for_key marks the user)."""
+        token = getattr(user, "api_token", None)
+        if token is None or not token.limited:
+            return self
+        return self.filter(pk__in=token.collections.values("pk"))
 
 
 class Collection(models.Model):

@@ -35,6 +35,15 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
+    # What an integration may do with it: only read (no upload, delete or setting changed;
+    # searching and asking are reading), and only in the chosen collections when `limited`
+    # (a limited token whose collections were all deleted sees none). Applied by
+    # Collection.objects.visible_to and the API's authentication (knowledge.api.authentication).
+    read_only = models.BooleanField(_("read only"), default=False)
+    limited = models.BooleanField(_("limited to chosen collections"), default=False)
+    collections = models.ManyToManyField(
+        "knowledge.Collection", blank=True, related_name="+", verbose_name=_("collections")
+    )
 
     objects = ApiTokenQuerySet.as_manager()
 

@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from knowledge import actions
 from portal.supervisor import web_command
 from tests.assistant.chat_files import files, ingest_files
+from tests.conftest import make_collection
 from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
@@ -185,3 +186,18 @@ def test_bad_input_is_a_clear_error_and_the_session_goes_on(web, alice, private_
     assert "query: Ensure this field has no more than 2000 characters." in texts[3]
     assert "Not found" in texts[6]
     assert not last.is_error
+
+
+def test_a_token_limited_to_one_collection_shows_the_agent_only_that_one(web, alice, private_collection):
+    other = make_collection(alice, "Other notes")
+    _token, key = actions.do_create_token(alice, "agent", read_only=True, collections=[other])
+
+    async def steps(session: ClientSession) -> tuple[Any, Any]:
+        listed = structured(await session.call_tool("list_collections", {}))
+        documents = await session.call_tool("list_documents", {"collection": private_collection.pk})
+        return listed, documents
+
+    listed, documents = over_mcp(web, key, steps)
+    assert [row["id"] for row in listed] == [other.pk]
+    assert documents.is_error
+    assert "Not found" in documents.content[0].text
