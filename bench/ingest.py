@@ -482,7 +482,9 @@ def split(path: Path, tried: list[tuple[int, int, int]]) -> dict[str, Any]:
     for workers, threads, part_pages in tried:
         label = f"{workers}x{threads} parts of {part_pages}" if part_pages else f"{workers}x{threads} whole"
         target = collection(f"bench split {label}")
-        with ExitStack() as stack, override_settings(QUICK_INGEST_BYTES=0), tempfile.TemporaryDirectory() as tmp:
+        with ExitStack() as stack, override_settings(QUICK_INGEST_BYTES=0):
+            tmp = tempfile.mkdtemp(prefix="bench-split-")  # the workers' logs, kept for a look
+            print(f"{label}: workers' logs in {tmp}", flush=True)
             logs = [Path(tmp) / f"worker-{n}.log" for n in range(workers)]
             env = {"PORTAL_MODEL_THREADS": str(threads), "PORTAL_INGEST_PART_PAGES": str(part_pages)}
             for n, log in enumerate(logs):
@@ -648,6 +650,11 @@ def arguments() -> argparse.Namespace:
         help="one long PDF indexed by real workers: one worker with 2 model threads reading it whole, and "
         "split in parts of 48 pages among one and two workers: bench/results/ingest-split.json",
     )
+    parser.add_argument(
+        "--split-layouts",
+        default="1x2x0,1x2x48,2x1x48",
+        help="with --split: WORKERSxTHREADSxPART_PAGES, comma-separated (0 pages: not split)",
+    )
     parser.add_argument("--child-rss", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child-share", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -669,7 +676,8 @@ def main() -> None:
         (out / "ingest-layouts.json").write_text(json.dumps(figures, indent=2))
         return
     if args.split:
-        figures = split(args.split, [(1, 2, 0), (1, 2, 48), (2, 1, 48)])
+        tried = [tuple(int(n) for n in layout.split("x")) for layout in args.split_layouts.split(",")]
+        figures = split(args.split, tried)  # type: ignore[arg-type]
         (out / "ingest-split.json").write_text(json.dumps(figures, indent=2))
         return
     if args.first_page:
