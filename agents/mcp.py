@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -52,14 +52,15 @@ def user_of(ctx: Context[Any, Any]) -> AnyUser:
 
 
 async def call(ctx: Context[Any, Any], name: str, arguments: dict[str, Any], work: Any) -> Any:
-    """Run `work(user)` in a thread (the ORM is synchronous), log the call, and turn a
-    ToolRefused into the tool error the agent reads."""
+    """Run `work(user)` in a thread of the pool (the ORM is synchronous; its connection closed
+    when stale, as Django closes a request's), log the call, and turn a ToolRefused into the
+    tool error the agent reads."""
     user = user_of(ctx)
     started_at = time.perf_counter()
     size = len(json.dumps(arguments, ensure_ascii=False, default=str))
     outcome = "ok"
     try:
-        return await sync_to_async(work, thread_sensitive=False)(user)
+        return await database_sync_to_async(work, thread_sensitive=False)(user)
     except tools.ToolRefused as exc:
         outcome = "refused"
         raise ToolError(str(exc)) from None
