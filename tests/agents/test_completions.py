@@ -6,30 +6,16 @@ finds no such model; errors come in OpenAI's shape."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import httpx
 import openai
 import pytest
 
 from knowledge import actions
-from portal.supervisor import web_command
 from tests.assistant.chat_files import files, ingest_files
-from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 QUESTIONS = ["报销单须在出差结束后多少天内提交？", "How many days of paid annual leave per year?"]
-
-
-@pytest.fixture
-def web(tmp_path) -> Iterator[int]:
-    """daphne answering from the evidence alone (no chat model needed)."""
-    port = free_port()
-    log = tmp_path / "daphne.log"
-    with process(web_command("127.0.0.1", port), log, PORTAL_ANSWER_MODE="evidence") as proc:
-        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/healthz") or proc.poll() is not None, 60, "daphne", log)
-        assert proc.poll() is None, log.read_text()
-        yield port
 
 
 def client_for(port: int, user) -> tuple[openai.OpenAI, str]:

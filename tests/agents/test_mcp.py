@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -16,24 +16,11 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from knowledge import actions
-from portal.supervisor import web_command
 from tests.assistant.chat_files import files, ingest_files
 from tests.conftest import make_collection
-from tests.stack import free_port, http_ok, process, wait_for
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("media")]
 TOOLS = {"list_collections", "list_documents", "search", "get_page", "ask"}
-
-
-@pytest.fixture
-def web(tmp_path) -> Iterator[int]:
-    """daphne answering from the evidence alone (no chat model needed for `ask`)."""
-    port = free_port()
-    log = tmp_path / "daphne.log"
-    with process(web_command("127.0.0.1", port), log, PORTAL_ANSWER_MODE="evidence") as proc:
-        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/healthz") or proc.poll() is not None, 60, "daphne", log)
-        assert proc.poll() is None, log.read_text()
-        yield port
 
 
 def key_of(user) -> str:
