@@ -17,6 +17,7 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import APIException, NotFound, Throttled, ValidationError
 from rest_framework.request import Request
@@ -64,6 +65,7 @@ def message_of(data: Any) -> str:
     return str(data)
 
 
+@extend_schema(exclude=True)  # OpenAI's API, documented there and in docs/integrations.md
 class OpenAIView(APIView):
     def get_exception_handler(self) -> Any:
         return openai_errors
