@@ -133,7 +133,7 @@ class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
         required=False,
         allow_null=True,
         max_length=100,
-        write_only=True,  # shown by to_representation, from the token's rows
+        source="collection_ids",
         help_text="Only these collections (ids of yours); left out or null: every collection you can see.",
     )
 
@@ -144,11 +144,6 @@ class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
         extra_kwargs = {
             "read_only": {"help_text": "It may read, search and ask, never change anything (403 on a write)."}
         }
-
-    def to_representation(self, instance: ApiToken) -> dict[str, Any]:
-        data = super().to_representation(instance)
-        data["collections"] = sorted(instance.collections.values_list("pk", flat=True)) if instance.limited else None
-        return data
 
 
 class NewApiTokenSerializer(ApiTokenSerializer):

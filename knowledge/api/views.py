@@ -30,6 +30,7 @@ from knowledge.access import (
     access_token,
 )
 from knowledge.api import serializers as s
+from knowledge.api.schema import NOT_FOUND
 from knowledge.models import ApiToken, Collection, Invitation, Membership, Role, Team
 from portal.models import User
 
@@ -282,15 +283,15 @@ class ApiTokenViewSet(
     def get_object(self) -> ApiToken:
         return access_token(self.request.user, self.kwargs["pk"])
 
-    @extend_schema(request=s.ApiTokenSerializer, responses={201: s.NewApiTokenSerializer})
+    @extend_schema(request=s.ApiTokenSerializer, responses={201: s.NewApiTokenSerializer, 404: NOT_FOUND})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         form = s.ApiTokenSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
         user = request_user(request)
         chosen = None
-        if data.get("collections") is not None:
-            chosen = [access_collection(user, pk) for pk in data["collections"]]  # 404 for what is not yours
+        if data.get("collection_ids") is not None:
+            chosen = [access_collection(user, pk) for pk in data["collection_ids"]]  # 404 for what is not yours
         try:
             token, key = actions.do_create_token(
                 user, data["name"], read_only=data.get("read_only", False), collections=chosen

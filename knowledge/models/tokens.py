@@ -56,5 +56,10 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @property
+    def collection_ids(self) -> list[int] | None:
+        """The ids of the collections it is limited to; None when it is not limited."""
+        return sorted(self.collections.values_list("pk", flat=True)) if self.limited else None
+
+    @property
     def is_active(self) -> bool:
         return self.revoked_at is None

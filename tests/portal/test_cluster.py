@@ -163,7 +163,10 @@ def test_two_webs_and_two_workers_share_files_memory_and_work(alice, private_col
         workers = {}
         for name in ("w1", "w2"):
             log = logs / f"{name}.log"
-            workers[name] = stack.enter_context(process(worker_command(f"{name}@%h", 1, QUEUES), log, **envs[name]))
+            # One worker holds the long PDF of step 4 whole (not in parts), so that killing it
+            # tests the other taking over (a document split among workers: test_split_document).
+            env = {**envs[name], "PORTAL_INGEST_PART_PAGES": "0"}
+            workers[name] = stack.enter_context(process(worker_command(f"{name}@%h", 1, QUEUES), log, **env))
             wait_for(lambda log=log: b"ready." in log.read_bytes(), 90, f"{name} start", log)
         a, b = ports["web-a"], ports["web-b"]
 
