@@ -27,6 +27,7 @@ class McpEndpoint:
     def __init__(self) -> None:
         self.app: Any = None
         self.ready: asyncio.Event | None = None
+        self.runner: asyncio.Task[None] | None = None  # keeps the session manager running
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}

@@ -10,7 +10,6 @@ the REST API's tokens (`Authorization: Bearer <key>`); errors in OpenAI's shape
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,10 +23,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView, exception_handler
 
-from assistant.answering.bridge import events_in_thread
+from agents.tools import message_of
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, collect
-from assistant.answering.pipeline import answer_events, run
-from assistant.answering.session import AskError, Session, start, started
+from assistant.answering.pipeline import answer_events, streamed_events
+from assistant.answering.session import AskError, Session, start
 from assistant.answering.types import Turn
 from knowledge.api.views import request_user
 from knowledge.models import Collection
@@ -53,16 +52,6 @@ def openai_errors(exc: Exception, context: dict[str, Any]) -> Response | None:
     kind, code = ERROR_TYPES.get(response.status_code, ("api_error", None))
     response.data = {"error": {"message": message_of(response.data), "type": kind, "param": None, "code": code}}
     return response
-
-
-def message_of(data: Any) -> str:
-    if isinstance(data, dict):
-        if "detail" in data:
-            return str(data["detail"])
-        return "; ".join(f"{field}: {message_of(value)}" for field, value in data.items())
-    if isinstance(data, list):
-        return " ".join(message_of(item) for item in data)
-    return str(data)
 
 
 @extend_schema(exclude=True)  # OpenAI's API, documented there and in docs/integrations.md
@@ -222,10 +211,10 @@ async def _stream(session: Session, model: str) -> AsyncIterator[str]:
     """The answer's text as it is written; a replacement that only extends what was sent is
     sent as its rest. A replacement that changes what was sent cannot be taken back in this
     protocol: the final text then comes whole in `portal_answer` on the last chunk."""
-    events: list[Event] = [started(session)]
+    events: list[Event] = []
     sent = ""
     yield chunk(session, model, {"role": "assistant", "content": ""})
-    async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
+    async for event in streamed_events(session):
         events.append(event)
         text = ""
         if isinstance(event, AnswerDelta):
@@ -240,8 +229,9 @@ async def _stream(session: Session, model: str) -> AsyncIterator[str]:
         error = {"message": result["error"]["message"], "type": "api_error", "param": None, "code": "model_failed"}
         yield f"data: {json.dumps({'error': error}, ensure_ascii=False)}\n\n"
     else:
-        rest = result["answer"][len(sent) :] if result["answer"].startswith(sent) else ""
-        extra = {} if result["answer"].startswith(sent) else {"portal_answer": result["answer"]}
+        extends = result["answer"].startswith(sent)
+        rest = result["answer"][len(sent) :] if extends else ""
+        extra = {} if extends else {"portal_answer": result["answer"]}
         yield chunk(session, model, {"content": rest + footnotes(result["citations"])})
         yield chunk(
             session,

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.utils.translation import gettext as _
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
 
 from agents import tools
-from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, collect
-from assistant.answering.pipeline import run
-from assistant.answering.session import AskError, start, started
+from assistant.answering.pipeline import streamed_events
+from assistant.answering.session import AskError, start
 from portal.limits import allow_question
 from portal.typing import AnyUser
 
@@ -147,7 +146,7 @@ async def ask(
     def begin(user: AnyUser) -> Any:
         data = tools.ask_arguments(question, collections, conversation)
         if not allow_question(user.pk or 0):
-            raise tools.ToolRefused("Too many questions in a minute; wait a little and ask again.")
+            raise tools.ToolRefused(_("Too many questions in a minute; wait a little and ask again."))
         try:
             return start(
                 user,
@@ -159,14 +158,14 @@ async def ask(
             raise tools.ToolRefused(str(tools.not_found()) if exc.code == "not_found" else exc.message) from None
 
     session = await call(ctx, "ask", arguments, begin)
-    events: list[Event] = [started(session)]
-    async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
+    events: list[Event] = []
+    async for event in streamed_events(session):
         events.append(event)
         await ctx.report_progress(len(events), message=event.type)
     result = collect(events)
     log.info("mcp ask by user %s answered: %s events", user.pk, len(events))
-    if result["error"]:
-        raise ToolError(str(result["error"].get("message") if isinstance(result["error"], dict) else result["error"]))
+    if result["error"] is not None:
+        raise ToolError(result["error"]["message"])
     keep = ("answer", "abstain", "citations", "attachments", "closest", "strategy", "conversation", "message")
     return {key: result[key] for key in keep}
 

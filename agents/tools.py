@@ -33,12 +33,20 @@ def checked(serializer_class: type[serializers.Serializer[Any]], data: dict[str,
     argument that is wrong."""
     form = serializer_class(data={key: value for key, value in data.items() if value is not None})
     if not form.is_valid():
-        problems = "; ".join(
-            f"{field}: {' '.join(str(m) for m in messages) if isinstance(messages, list) else messages}"
-            for field, messages in form.errors.items()
-        )
-        raise ToolRefused(problems)
+        raise ToolRefused(message_of(form.errors))
     return dict(form.validated_data)
+
+
+def message_of(errors: Any) -> str:
+    """DRF's errors as one line: its `detail`, or "field: message; field: message" (the MCP
+    tools' refusals and the OpenAI-compatible errors)."""
+    if isinstance(errors, dict):
+        if "detail" in errors:
+            return str(errors["detail"])
+        return "; ".join(f"{field}: {message_of(value)}" for field, value in errors.items())
+    if isinstance(errors, list):
+        return " ".join(message_of(item) for item in errors)
+    return str(errors)
 
 
 def not_found() -> ToolRefused:

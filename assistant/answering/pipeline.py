@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 
 from django.conf import settings
 from django.db import transaction
@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
 from assistant.answering import modes, router, strategies
+from assistant.answering.bridge import events_in_thread
 from assistant.answering.decisions import DECLINE
 from assistant.answering.events import (
     Attachments,
@@ -63,6 +64,15 @@ def answer_events(
     """`started`, then the answer's events: for callers that read it all in one thread."""
     yield started(session)
     yield from run(session, cancelled=cancelled, model=model)
+
+
+async def streamed_events(session: Session) -> AsyncIterator[Event]:
+    """`started`, then the answer's events as they come, the pipeline run in a thread of its
+    own (bridge.events_in_thread): for async callers (the API's event stream, the MCP tool,
+    the OpenAI-compatible stream); a caller that stops reading stops the answer."""
+    yield started(session)
+    async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
+        yield event
 
 
 # The local model answers one question at a time (one llama.cpp context per process): an

@@ -4,7 +4,6 @@ websocket's events, one per `event:`) when the client sends `Accept: text/event-
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,10 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from assistant.answering.bridge import events_in_thread
 from assistant.answering.events import Event, Failed, collect
-from assistant.answering.pipeline import answer_events, run
-from assistant.answering.session import AskError, Session, start, started
+from assistant.answering.pipeline import answer_events, streamed_events
+from assistant.answering.session import AskError, Session, start
 from assistant.api.serializers import AskRequestSerializer, AskResponseSerializer
 from knowledge.api.schema import EVENT_STREAM, NOT_FOUND, SSE_EVENT, THROTTLED
 from knowledge.api.views import request_user
@@ -91,6 +89,5 @@ class AskView(APIView):
 
 
 async def _stream(session: Session) -> AsyncIterator[str]:
-    yield sse(started(session))
-    async for event in events_in_thread(lambda cancelled: run(session, cancelled=cancelled), threading.Event()):
+    async for event in streamed_events(session):
         yield sse(event)
