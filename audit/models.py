@@ -49,6 +49,8 @@ class Action(models.TextChoices):
     MEMORY_PURGE = "memory.purge", _("Memories deleted")
     ADMIN_LOGIN = "admin.login", _("Admin login")
     LOGIN_LOCKED = "login.locked", _("Login locked out")
+    BACKUP_CREATE = "backup.create", _("Backup made")
+    BACKUP_RESTORE = "backup.restore", _("Backup restored")
 
 
 class Entry(models.Model):

@@ -6,6 +6,7 @@ import os
 
 from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger
+from django.conf import settings
 
 from portal.redact import redact_handlers
 
@@ -29,6 +30,17 @@ app.conf.beat_schedule = {
     # Audit entries older than PORTAL_AUDIT_DAYS go, once a day.
     "prune-audit-log": {"task": "audit.prune", "schedule": 86400.0},
 }
+
+
+@app.on_after_finalize.connect
+def _schedule_backups(sender: Celery, **kwargs: object) -> None:
+    """With PORTAL_BACKUP_DIR, a backup (without secrets) every PORTAL_BACKUP_EVERY_HOURS,
+    keeping the newest PORTAL_BACKUP_KEEP. Read once the settings are loaded."""
+    if settings.BACKUP_DIR is not None:
+        sender.conf.beat_schedule["backup"] = {
+            "task": "operations.backup",
+            "schedule": settings.BACKUP_EVERY_HOURS * 3600.0,
+        }
 
 
 @after_setup_logger.connect

@@ -172,6 +172,14 @@ def load_secret_key(var_dir: Path) -> str:
     return key
 
 
+def read_key_list(path: Path) -> list[str]:
+    """Comma-separated keys kept in a private file under var/ (written by a restore)."""
+    try:
+        return [key.strip() for key in path.read_text().split(",") if key.strip()]
+    except FileNotFoundError:
+        return []
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines, as written by `manage.py up` for the embedded services."""
     if not path.exists():

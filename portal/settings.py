@@ -25,6 +25,7 @@ from portal.env import (
     load_secret_key,
     parse_database_url,
     read_env_file,
+    read_key_list,
 )
 from providers.config import load_roles
 
@@ -86,6 +87,7 @@ INSTALLED_APPS = [
     "assistant",
     "quality",
     "sources",
+    "operations",
 ]
 
 MIDDLEWARE = [
@@ -365,8 +367,17 @@ SOURCE_ROOTS = env_list("PORTAL_SOURCE_ROOTS", [])
 # private networks (10/8, 192.168/16, fc00::/7…) may be reached (common/outbound.py).
 SOURCE_HOSTS = env_list("PORTAL_SOURCE_HOSTS", [])
 SOURCE_PRIVATE_NETWORKS = env_bool("PORTAL_SOURCE_PRIVATE_NETWORKS", True)
-SOURCE_KEYS = env_list("PORTAL_SOURCE_KEYS", [])
+# A restore with the archive's secrets writes the old keys to var/source_keys when the
+# environment sets none (operations/backup.py).
+SOURCE_KEYS = env_list("PORTAL_SOURCE_KEYS", []) or read_key_list(VAR_DIR / "source_keys")
 SOURCE_WORKDIR = Path(env_str("PORTAL_SOURCE_WORKDIR") or VAR_DIR / "sources").resolve()
+# Backups (operations/): where beat writes one every PORTAL_BACKUP_EVERY_HOURS (unset: no
+# scheduled backups; `manage.py backup` works either way), how many of them are kept (the
+# oldest beyond are deleted), and a folder of PostgreSQL client programs to prefer.
+BACKUP_DIR = Path(env_str("PORTAL_BACKUP_DIR")).resolve() if env_str("PORTAL_BACKUP_DIR") else None
+BACKUP_KEEP = env_int("PORTAL_BACKUP_KEEP", 7, minimum=1)
+BACKUP_EVERY_HOURS = env_int("PORTAL_BACKUP_EVERY_HOURS", 24, minimum=1)
+PG_BIN = env_str("PORTAL_PG_BIN")
 # The most pages one document may have (a 10,000-page PDF of blank pages is refused).
 MAX_PAGES = env_int("PORTAL_MAX_PAGES", 5000, minimum=1)
 # Office files (zip archives) may unpack to at most this much: zip bombs are refused.

@@ -1,5 +1,5 @@
 from knowledge.models.collections import Collection, CollectionQuerySet
-from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page, PageImage
+from knowledge.models.documents import Chunk, Document, IndexedDocument, IndexedPage, Page, PageImage, stored_file_names
 from knowledge.models.index_versions import IndexVersion, TermStat
 from knowledge.models.invitations import Invitation
 from knowledge.models.teams import Membership, Role, Team, TeamQuerySet
@@ -22,4 +22,5 @@ __all__ = [
     "Team",
     "TeamQuerySet",
     "TermStat",
+    "stored_file_names",
 ]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -187,3 +189,15 @@ class IndexedDocument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} in v{self.index_version_id}"
+
+
+def stored_file_names() -> Iterator[str]:
+    """The storage name of every stored file the rows name (originals, page renders, page
+    pictures), as the current transaction sees them: what moving or backing up the files
+    must carry."""
+    for names in (
+        Document.objects.values_list("file", flat=True),
+        Page.objects.values_list("render", flat=True),
+        PageImage.objects.values_list("file", flat=True),
+    ):
+        yield from (name for name in names.iterator() if name)

