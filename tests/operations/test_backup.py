@@ -10,9 +10,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db import connection
 
 from assistant.models import Conversation, MemoryHistory, Message
 from audit.models import Action, Entry
@@ -346,3 +348,41 @@ def test_beat_schedules_backups_only_with_a_folder(settings):
         assert app.conf.beat_schedule["backup"] == {"task": "operations.backup", "schedule": 6 * 3600.0}
     finally:
         app.conf.beat_schedule.pop("backup", None)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_a_database_that_cannot_be_restored_is_left_as_it_was_and_its_files_are_taken_back(
+    alice, tmp_path, scratch_database
+):
+    """The dump creates a schema the target already has: psql stops, its one transaction rolls
+    back, and the files the restore had put in place are deleted again."""
+    collection = make_collection(alice, "Handbook")
+    ingest(collection, "leave.md", b"# Leave\n\nTwenty days of annual leave a year.")
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE SCHEMA extra; CREATE TABLE extra.notes (id int)")
+    try:
+        made = make_backup(tmp_path / "backups").path
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP SCHEMA extra CASCADE")
+    target = {
+        **this_instance(tmp_path / "var-e"),
+        "DATABASE_URL": scratch_database,
+        "MEDIA_ROOT": str(tmp_path / "media-e"),
+    }
+    assert manage(target, "migrate", "--noinput").returncode == 0
+    with psycopg.connect(scratch_database, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA extra; CREATE TABLE extra.notes (id int)")
+        tables_before = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()
+        migrations_before = conn.execute("SELECT count(*) FROM django_migrations").fetchone()
+    failed = manage(target, "restore", str(made))
+    assert failed.returncode != 0
+    assert 'schema "extra" already exists' in failed.stderr
+    assert "Files: 1/1." in failed.stdout  # they were in place before the database failed
+    with psycopg.connect(scratch_database, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == tables_before
+        assert conn.execute("SELECT count(*) FROM django_migrations").fetchone() == migrations_before
+        assert conn.execute("SELECT count(*) FROM knowledge_document").fetchone() == (0,)
+    left = [path for path in (tmp_path / "media-e").rglob("*") if path.is_file()]
+    assert left == []
