@@ -9,7 +9,11 @@ it was deleted meanwhile, which the manifest records as missing).
 Restore: every member's checksum is checked before anything is touched; the files go into
 the configured storage first (those added are removed again if the database cannot be
 restored), then the database is replaced in one transaction, the migrations of this code
-run, and the result is compared with the manifest."""
+run, and the result is compared with the manifest.
+
+django-dbbackup was considered: it dumps the database and the media in two separate
+commands and archives, encrypts with GPG, and keeps no manifest, so neither the snapshot
+shared by rows and files nor a check before restoring would come from it."""
 
 from __future__ import annotations
 

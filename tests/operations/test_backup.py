@@ -162,6 +162,17 @@ def test_a_backup_restores_into_a_new_instance_with_its_files_in_s3(
     assert after["audit"] == sorted([*before["audit"], Action.BACKUP_RESTORE.value])
     assert Entry.objects.filter(action=Action.BACKUP_CREATE, object_id=path.name).exists()
 
+    # And the new instance backs up in turn: PostgreSQL 18's own pg_dump, files from the bucket.
+    again = manage(new, "backup", "--out", str(tmp_path / "backups-b"))
+    assert again.returncode == 0, again.stderr
+    (second,) = (tmp_path / "backups-b").glob("portal-backup-*.tar")
+    reader = archive.Reader(second)
+    reader.verify()
+    assert reader.manifest["postgresql"].startswith("18")
+    assert reader.manifest["storage"] == "s3"
+    assert reader.manifest["counts"] == after["counts"]
+    assert reader.files() == archive.Reader(path).files()
+
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("media")
