@@ -30,6 +30,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from common import metrics
 from common.cancelled import Cancelled
 from common.storage import local_copy
 from ingestion import stats
@@ -92,7 +93,7 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder, *, part_pages: in
         _finish(run, IngestionRun.Status.CANCELLED, error=_("Cancelled before the end; run it again to finish."))
         return None
     except (ParseError, ProviderError) as exc:
-        _fail(run, document, str(exc))
+        _fail(run, document, str(exc), cause="model" if isinstance(exc, ProviderError) else "parse")
         if isinstance(exc, ProviderError) and exc.retryable:
             raise  # the task retries with backoff
         _stop_other_parts(run)
@@ -101,13 +102,14 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder, *, part_pages: in
         with contextlib.suppress(OperationalError, InterfaceError):  # it may still be away
             message = _("The connection to the database was lost while indexing (%(error)s); it is tried again.")
             first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            _fail(run, document, message % {"error": first_line}, traceback.format_exc())
+            _fail(run, document, message % {"error": first_line}, traceback.format_exc(), cause="database")
         raise  # the task retries with backoff
     except Exception as exc:
         if disk_full(exc):  # not the document's fault, and retrying at once would not help
-            _fail(run, document, disk_full_message(), traceback.format_exc())
+            _fail(run, document, disk_full_message(), traceback.format_exc(), cause="disk_full")
             return None
-        _fail(run, document, _("Unexpected error while indexing: %(error)s") % {"error": exc}, traceback.format_exc())
+        message = _("Unexpected error while indexing: %(error)s") % {"error": exc}
+        _fail(run, document, message, traceback.format_exc(), cause="internal")
         raise
     _finish(run, IngestionRun.Status.SUCCEEDED, counts=result.as_counts())
     return result
@@ -175,7 +177,9 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_
         else:
             parsing = parser.pages(original)
         started = time.perf_counter()
+        pages_read = metrics.INGESTED_PAGES.labels(format_name(parser))
         for parsed in parsing:
+            pages_read.inc()
             with stage("database"):
                 page = save_page(document, parsed)
                 stale = [version for version in pending if not page_valid(page, version)]
@@ -202,6 +206,11 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_
         if version.status == IndexVersion.Status.BUILDING:
             complete_build_if_done(version)
     return result
+
+
+def format_name(parser: Parser) -> str:
+    """The format a parser reads, as /metrics labels pages with it: `pdf`, `docx`, `text`…"""
+    return type(parser).__name__.removesuffix("Parser").lower()
 
 
 def _split(run: IngestionRun, parser: Parser, total: int, size: int) -> None:
@@ -368,7 +377,10 @@ def pace(run: IngestionRun, pages: int) -> dict[str, float | int | None]:
     return {"pages_per_second": round(rate, 2), "seconds_left": left}
 
 
-def _fail(run: IngestionRun, document: Document, message: str, trace: str = "") -> None:
+def _fail(run: IngestionRun, document: Document, message: str, trace: str = "", *, cause: str) -> None:
+    """The run failed: `cause` (parse, model, database, disk_full, internal) is counted for
+    /metrics, the message shown."""
+    metrics.ERRORS.labels("ingestion", cause).inc()
     stats.withdraw_unfinished(document.pk)
     Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=message)
     _finish(run, IngestionRun.Status.FAILED, error=message, trace=trace)

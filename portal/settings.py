@@ -6,6 +6,7 @@ stops start-up with ImproperlyConfigured naming the variable.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -91,6 +92,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: it times the others and sees the response the client gets (/metrics).
+    "operations.instrumentation.RequestMetrics",
     "django.middleware.security.SecurityMiddleware",
     "portal.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -513,6 +516,29 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if env_bool("PORTAL_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# /metrics (operations/metrics.py, docs/metrics.md): served to a request with
+# `Authorization: Bearer <PORTAL_METRICS_TOKEN>` (unset: no token opens it) or straight from
+# an address in PORTAL_METRICS_ALLOWED_ADDRESSES (addresses or CIDR networks; `none`: the token
+# only); a request relayed by a proxy needs the token. Plain HTTP like /healthz: Prometheus
+# scrapes each web process at its own address. Every process of a machine keeps its counts in
+# files in PORTAL_METRICS_DIR (prometheus_client's multiprocess mode, which reads
+# PROMETHEUS_MULTIPROC_DIR); `manage.py up` empties it before it starts them.
+METRICS_TOKEN = env_str("PORTAL_METRICS_TOKEN")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("PORTAL_METRICS_TOKEN must be at least 16 characters long.")
+_metrics_addresses = env_list("PORTAL_METRICS_ALLOWED_ADDRESSES", ["127.0.0.1/32", "::1/128"])
+try:
+    METRICS_ALLOWED_NETWORKS = [ipaddress.ip_network(item) for item in _metrics_addresses if item.lower() != "none"]
+except ValueError as exc:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"PORTAL_METRICS_ALLOWED_ADDRESSES: {exc}.") from None
+METRICS_DIR = Path(env_str("PORTAL_METRICS_DIR") or VAR_DIR / "run" / "metrics").resolve()
+METRICS_DIR.mkdir(parents=True, exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(METRICS_DIR)
+SECURE_REDIRECT_EXEMPT.append(r"^metrics$")
 # W021: preloading is a decision for the site's owner (SECURE_HSTS_PRELOAD), not a default.
 SILENCED_SYSTEM_CHECKS = ["security.W021"]
 

@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from operations.metrics import metrics_view
 from portal.admin import all_runs
 from portal.views import healthz
 
@@ -23,6 +24,8 @@ admin.site.login = secure_admin_login(admin.site.login)  # type: ignore[method-a
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Prometheus' scrapes, by token or from allowed addresses (operations/metrics.py)
+    path("metrics", metrics_view, name="metrics"),
     # Browsers ask for it on pages that name no icon (the admin's): the one every page names.
     path(
         "favicon.ico",

@@ -26,6 +26,7 @@ from providers.base import (
     VisionModel,
 )
 from providers.config import RoleConfig
+from providers.metering import metered
 
 IMPLEMENTATIONS: dict[tuple[Role, str], str] = {
     ("embedding", "local"): "providers.local.embedder:LocalEmbedder",
@@ -82,7 +83,7 @@ def build(config: RoleConfig) -> object:
         raise NotAvailable(config.role, config.provider, UNAVAILABLE.get(config.role, "not available"))
     module_name, _, attr = path.partition(":")
     factory = getattr(importlib.import_module(module_name), attr)
-    return factory(config)
+    return metered(factory(config), config.role, config.provider)  # its calls counted (common.metrics)
 
 
 def reset() -> None:

@@ -52,6 +52,9 @@ pytestmark = pytest.mark.usefixtures("media")
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
 PUBLIC = {"healthz", "favicon", "schema", "api-docs", "set_language"}
 PUBLIC_PREFIXES = ("accounts/", "admin/")
+# For the operator's monitoring, not for users: the metrics token or an allowed address, no
+# session or API token (tests/operations/test_metrics.py).
+OPERATOR = {"metrics"}
 
 
 class Access(Enum):
@@ -212,7 +215,7 @@ def test_it_has_every_route_classified():
     unclassified = {
         (route, name)
         for route, name in _routes(get_resolver().url_patterns)
-        if not route.startswith(PUBLIC_PREFIXES) and name not in PUBLIC | ROUTES.keys()
+        if not route.startswith(PUBLIC_PREFIXES) and name not in PUBLIC | OPERATOR | ROUTES.keys()
     }
     assert unclassified == set(), "classify these routes in tests/test_isolation.py"
     assert {str(p.pattern) for p in websocket_urlpatterns} == WEBSOCKETS
@@ -331,6 +334,23 @@ def test_it_answers_401_to_anonymous_api_calls(api, objects, name):
         response = getattr(api, method)(url)
         assert response.status_code in (401, 405), (method, url, response.status_code)
         assert _nothing_of(response, PRIVATE_SECRETS + TEAM_SECRETS)
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR))
+def test_no_user_opens_the_operators_routes(client, api, alice, objects, name):
+    """Not anonymous, not alice by session or API token, not staff: from an address that is
+    not allowed, only the metrics token opens them (they hold no user's data either way)."""
+    url, outside = reverse(name), "203.0.113.9"
+    staff = make_user("staff", is_staff=True, is_superuser=True)
+    assert client.get(url, REMOTE_ADDR=outside).status_code == 403
+    for user in (alice, staff):
+        client.force_login(user)
+        assert client.get(url, REMOTE_ADDR=outside).status_code == 403
+    _token, key = actions.do_create_token(alice, "isolation")
+    for scheme in ("Token", "Bearer"):
+        response = api.get(url, REMOTE_ADDR=outside, HTTP_AUTHORIZATION=f"{scheme} {key}")
+        assert response.status_code == 403, scheme
+        assert b"portal_" not in response.content
 
 
 @pytest.mark.parametrize("name", sorted(ROUTES))

@@ -47,6 +47,7 @@ from assistant.busy import Answering
 from assistant.memory.gate import gate
 from assistant.memory.service import MemoryItem, MemoryUnavailable, memories
 from assistant.models import Message
+from common import metrics
 from common.cancelled import Cancelled
 from common.language import language_of
 from common.runs import send_now
@@ -135,21 +136,26 @@ def _run(session: Session, model: ChatModel | None, held: list[Callable[[], None
     except Cancelled:
         draft.error = "cancelled"
         stopped = _save(draft)
+        _count(draft, "cancelled")
         yield Done(cancelled=True, conversation=session.conversation.pk, message=stopped.pk, timings=session.timings)
         return
     except GeneratorExit:  # the reader went away (socket closed): keep what was said
         draft.error = "disconnected"
         _save(draft)
+        _count(draft, "disconnected")
         raise
     except Exception as exc:
         draft.error, failed = failure(exc)
         _save(draft)
+        _count(draft, "failed")
+        metrics.ERRORS.labels("answer", failed.code).inc()
         yield failed
         return
     message = _save(draft)
     session.mark("total")
     message.timings = session.timings
     message.save(update_fields=["timings"])
+    _count(draft, "abstained" if draft.abstain else "answered")
     _remember_later(session, message)
     yield Done(
         cancelled=False,
@@ -163,6 +169,12 @@ def _run(session: Session, model: ChatModel | None, held: list[Callable[[], None
         mode=draft.mode,
         decisions=draft.trail.to_json(),
     )
+
+
+def _count(draft: Draft, outcome: str) -> None:
+    """For /metrics: how the answer ended, and when each of its stages did."""
+    strategy = draft.route.strategy if draft.route else ""
+    metrics.answer_ended(strategy, draft.mode, outcome, draft.session.timings)
 
 
 def failure(exc: Exception) -> tuple[str, Failed]:

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.metrics import clear_folder
 from portal.services import ServiceError, Services
 from portal.supervisor import (
     EVALUATION_QUEUE,
@@ -74,6 +75,7 @@ class Command(BaseCommand):
         if leftovers:
             self._print(f"Stopped {leftovers} process(es) left behind by an earlier run.")
         supervisor.check_port_free(host, port)
+        clear_folder(settings.METRICS_DIR)  # the counts of the processes started below (/metrics)
         supervisor.env = services.start(say=self._print)
         python, manage = sys.executable, str(settings.BASE_DIR / "manage.py")
         url = f"http://{_url_host(host)}:{port}/"
