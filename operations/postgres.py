@@ -13,11 +13,13 @@ a password does not show in the process list."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -28,7 +30,6 @@ from django.conf import settings
 from django.db import connection
 
 VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?")
-CHUNK = 1 << 20
 
 
 class PostgresError(Exception):
@@ -196,49 +197,56 @@ def _lines_for(server: int, source: IO[bytes]) -> Iterator[bytes]:
         yield line
 
 
-def restore(path: Path, *, progress: Callable[[int], None] | None = None) -> None:
+def restore(path: Path) -> None:
     """Replace everything in the database's `public` schema by the dump's, in one
-    transaction: when anything fails, the database is left exactly as it was."""
+    transaction: when anything fails, the database is left exactly as it was.
+
+    pg_restore writes the dump as SQL into psql. When psql stops at an error, what pg_restore
+    still has to write goes nowhere: its output is closed so that it stops too, instead of
+    waiting for ever on a full pipe; the programs' messages go to files for the same reason."""
     server = server_major()
     writer = client_for(max(server, dump_major(path)))
     environ = libpq_environ(writer)
     # Nothing may hold the tables while they are dropped: the portal's own connection closes.
     connection.close()
     preamble = b"DROP SCHEMA IF EXISTS public CASCADE;\nCREATE SCHEMA public;\n"
-    psql = subprocess.Popen(
-        [writer.program("psql"), "--quiet", "--no-psqlrc", "--single-transaction", "-v", "ON_ERROR_STOP=1", "--file=-"],
-        env=environ,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    reader = subprocess.Popen(
-        [writer.program("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(path)],
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert psql.stdin is not None
-    assert reader.stdout is not None
-    sent = 0
-    try:
-        psql.stdin.write(preamble)
-        for line in _lines_for(server, reader.stdout):
-            psql.stdin.write(line)
-            sent += len(line)
-            if progress is not None and sent // CHUNK != (sent - len(line)) // CHUNK:
-                progress(sent)
-        psql.stdin.close()
-    except BrokenPipeError:  # psql stopped at an error: its message says which
-        pass
-    reader_err = reader.stderr.read() if reader.stderr else b""
-    reader.wait()
-    psql_err = psql.stderr.read() if psql.stderr else b""
-    psql.wait()
-    if reader.returncode != 0:
-        raise PostgresError(_failed("pg_restore", reader, reader_err))
-    if psql.returncode != 0:
-        raise PostgresError(_failed("psql", psql, psql_err))
+    with tempfile.TemporaryFile() as psql_err, tempfile.TemporaryFile() as reader_err:
+        psql = subprocess.Popen(
+            [writer.program("psql"), "--quiet", "--no-psqlrc", "--single-transaction", "-v", "ON_ERROR_STOP=1", "-f-"],
+            env=environ,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=psql_err,
+        )
+        reader = subprocess.Popen(
+            [writer.program("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(path)],
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=reader_err,
+        )
+        assert psql.stdin is not None
+        assert reader.stdout is not None
+        try:
+            psql.stdin.write(preamble)
+            for line in _lines_for(server, reader.stdout):
+                psql.stdin.write(line)
+        except BrokenPipeError:  # psql stopped at an error: its message says which
+            pass
+        finally:
+            reader.stdout.close()
+            with contextlib.suppress(BrokenPipeError):
+                psql.stdin.close()
+        psql.wait()
+        reader.wait()
+        if psql.returncode != 0:
+            raise PostgresError(_failed("psql", psql, _read(psql_err)))
+        if reader.returncode != 0:
+            raise PostgresError(_failed("pg_restore", reader, _read(reader_err)))
+
+
+def _read(stream: IO[bytes]) -> bytes:
+    stream.seek(0)
+    return stream.read()
 
 
 @contextmanager

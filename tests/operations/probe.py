@@ -23,7 +23,7 @@ def main(username: str, queries: list[str]) -> dict[str, object]:
 
     from assistant.models import Conversation, MemoryHistory
     from audit.models import Entry
-    from knowledge.models import Document, IndexVersion, Page
+    from knowledge.models import Collection, Document, IndexVersion, Page
     from operations.backup import counts
     from portal.models import User
     from quality.models import Feedback, GoldenQuestion
@@ -64,6 +64,7 @@ def main(username: str, queries: list[str]) -> dict[str, object]:
             for conversation in Conversation.objects.all()
         ),
         "versions": sorted((v.collection_id, v.number, v.status) for v in IndexVersion.objects.all()),
+        "active_versions": sorted(Collection.objects.values_list("pk", "active_version__number")),
         "golden": sorted(GoldenQuestion.objects.values_list("question", flat=True)),
         "feedback": Feedback.objects.count(),
         "audit": sorted(Entry.objects.values_list("action", flat=True)),

@@ -31,6 +31,7 @@ from sources.crypto import Credentials
 from sources.models import Source
 from tests.conftest import make_collection
 from tests.ingestion.files import ingest, png
+from tests.ingestion.runs import drain
 from tests.operations.instances import manage, probe, this_instance
 from tests.sources.servers import S3Server
 from tests.storage.s3 import new_bucket, text_pdf
@@ -55,7 +56,8 @@ QUERIES = [
 
 def _portal_state(alice, bob, team, roots: Path) -> dict[str, Any]:
     """Two users, a team, collections with PDFs and a picture, a source with credentials, two
-    index versions, a conversation, memory history, a golden question and feedback."""
+    index versions (one rolled back), a conversation, memory history, a golden question and
+    feedback."""
     handbook = make_collection(alice, "Team handbook", team=team)
     notes = make_collection(bob, "Bob's notes")
     ingest(handbook, "travel.pdf", text_pdf(3))
@@ -71,7 +73,10 @@ def _portal_state(alice, bob, team, roots: Path) -> dict[str, Any]:
         Source(collection=handbook, name="Share", kind="folder", url=str(roots / "share")),
         credentials=Credentials("reader", "s3cret-password"),
     )
+    # A second index version built and flipped to, then rolled back from: both are kept.
     ingestion_actions.do_reindex(handbook, enqueue=False)
+    drain(handbook)
+    ingestion_actions.do_roll_back(handbook)
     conversation = Conversation.objects.create(user=alice, title="Travel")
     Message.objects.create(conversation=conversation, role=Message.Role.USER, content="How fast are trips refunded?")
     answer = Message.objects.create(
@@ -97,7 +102,7 @@ def _portal_state(alice, bob, team, roots: Path) -> dict[str, Any]:
 def test_a_backup_restores_into_a_new_instance_with_its_files_in_s3(
     alice, bob, team, roots, tmp_path, embedded_postgres, s3_server: S3Server
 ):
-    _portal_state(alice, bob, team, roots)
+    state = _portal_state(alice, bob, team, roots)
     before = probe(this_instance(tmp_path / "var-a"), "alice", *QUERIES)
     assert all(before["searches"]), "every query finds something in the original"
     assert before["sources"] == {"Share": ["reader", "s3cret-password"]}
@@ -153,7 +158,10 @@ def test_a_backup_restores_into_a_new_instance_with_its_files_in_s3(
     assert "secret key was written" in restored.stdout
 
     after = probe(new, "alice", *QUERIES)
-    for key in ("counts", "searches", "sources", "memory_history", "conversations", "versions", "golden", "feedback"):
+    # Rolled back: version 1 serves again, version 2 is kept retired.
+    assert [row[1:] for row in before["versions"] if row[0] == state["handbook"].pk] == [[1, "active"], [2, "retired"]]
+    keys = ("counts", "searches", "sources", "memory_history", "conversations", "versions", "active_versions")
+    for key in (*keys, "golden", "feedback"):
         assert after[key] == before[key], key
     assert after["renders"] == before["renders"]
     assert all(status == 200 for status, _digest in after["renders"].values())
@@ -372,6 +380,9 @@ def test_a_database_that_cannot_be_restored_is_left_as_it_was_and_its_files_are_
     ingest(collection, "leave.md", b"# Leave\n\nTwenty days of annual leave a year.")
     with connection.cursor() as cursor:
         cursor.execute("CREATE SCHEMA extra; CREATE TABLE extra.notes (id int)")
+        # Far more SQL after the failing statement than a pipe holds: pg_restore must be
+        # stopped, not left waiting to write it (the restore hung in CI before it was).
+        cursor.execute("INSERT INTO extra.notes SELECT generate_series(1, 200000)")
     try:
         made = make_backup(tmp_path / "backups").path
     finally:
