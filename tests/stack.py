@@ -98,6 +98,17 @@ def daphne(log: Path, port: int):
     return process(web_command("127.0.0.1", port), log)
 
 
+@contextmanager
+def evidence_web(log: Path) -> Iterator[int]:
+    """daphne answering from the evidence alone (no chat model needed for an answer), up and
+    serving /healthz; yields its port."""
+    port = free_port()
+    with process(web_command("127.0.0.1", port), log, PORTAL_ANSWER_MODE="evidence") as proc:
+        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/healthz") or proc.poll() is not None, 60, "daphne", log)
+        assert proc.poll() is None, log.read_text()
+        yield port
+
+
 def celery_worker(log: Path):
     """One worker for every queue, as a small deployment may run it: ingestion, memory and
     evaluation."""

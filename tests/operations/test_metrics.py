@@ -35,13 +35,13 @@ from operations import metrics
 from operations.instrumentation import RequestMetrics, asgi_requests
 from portal.celery import app
 from portal.routing import websocket_urlpatterns
-from portal.supervisor import EVALUATION_QUEUE, MEMORY_QUEUE, QUICK_QUEUE, WORK_QUEUES, web_command
+from portal.supervisor import EVALUATION_QUEUE, MEMORY_QUEUE, QUICK_QUEUE, WORK_QUEUES
 from portal.tasks import heartbeat
 from providers import registry
 from providers.base import ChatMessage, ChatResult, ProviderError
 from providers.metering import metered
 from tests.portal.test_settings import _settings_error
-from tests.stack import free_port, http_ok, process, wait_for
+from tests.stack import evidence_web, free_port, wait_for
 
 pytestmark = pytest.mark.usefixtures("media")
 OUTSIDE = "203.0.113.9"  # TEST-NET-3: never an allowed address
@@ -358,11 +358,7 @@ def test_processes_write_under_their_host_and_pid():
 @pytest.fixture
 def web(tmp_path) -> Iterator[int]:
     """daphne answering from the evidence alone (no chat model needed)."""
-    port = free_port()
-    log = tmp_path / "daphne.log"
-    with process(web_command("127.0.0.1", port), log, PORTAL_ANSWER_MODE="evidence") as proc:
-        wait_for(lambda: http_ok(f"http://127.0.0.1:{port}/healthz") or proc.poll() is not None, 60, "daphne", log)
-        assert proc.poll() is None, log.read_text()
+    with evidence_web(tmp_path / "daphne.log") as port:
         yield port
 
 
