@@ -14,6 +14,7 @@ can answer a readable 404 instead of a 500."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import tempfile
 from collections.abc import Iterator
@@ -169,6 +170,30 @@ def read_range(storage: Storage, name: str, start: int, end: int) -> bytes:
     with storage.open(name, "rb") as handle:
         handle.seek(start)
         return bytes(handle.read(end - start + 1))
+
+
+class Hashing(io.RawIOBase):
+    """A readable stream that hashes and counts what passes through it (`inner`, read once,
+    front to back); an io class so that storages and tarfile treat it as the file object it
+    is. Closing it closes `inner`."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner, self.digest, self.size = inner, hashlib.sha256(), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        data: bytes = self.inner.read(-1 if size is None else size)
+        self.digest.update(data)
+        self.size += len(data)
+        return data
+
+    def close(self) -> None:
+        if not self.closed:
+            self.inner.close()
+        super().close()
 
 
 def sha256_of(storage: Storage, name: str) -> str:

@@ -14,46 +14,28 @@ anything; a member that is missing, short or different is named."""
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import json
 import os
 import tarfile
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
+
+from common.storage import CHUNK, Hashing
 
 FORMAT = 1
 MANIFEST = "manifest.json"
 DATABASE = "database.dump"
 SECRETS = "secrets.json"
 FILES = "files/"
-CHUNK = 1 << 20
 # Passphrase stretching for the secrets (scrypt; about 0.1 s and 32 MB on one core).
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 1 << 15, 8, 1
 
 
 class ArchiveError(Exception):
     """The archive cannot be used; the message names the member and what is wrong."""
-
-
-class _Hashing(io.RawIOBase):
-    """Reads through `inner`, hashing and counting what passes."""
-
-    def __init__(self, inner: IO[bytes]) -> None:
-        super().__init__()
-        self.inner, self.digest, self.size = inner, hashlib.sha256(), 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        data = self.inner.read(-1 if size is None else size)
-        self.digest.update(data)
-        self.size += len(data)
-        return data
 
 
 @dataclass
@@ -72,7 +54,7 @@ class Writer:
         """Adds `size` bytes of `stream` as `name`; returns their SHA-256."""
         info = tarfile.TarInfo(name)
         info.size, info.mtime, info.mode = size, int(time.time()), 0o600
-        hashing = _Hashing(stream)
+        hashing = Hashing(stream)
         self.tar.addfile(info, hashing)  # raises when the stream holds fewer bytes
         digest = hashing.digest.hexdigest()
         self.members[name] = {"size": size, "sha256": digest}
@@ -155,30 +137,24 @@ class Reader:
     def read(self, name: str) -> bytes:
         return self._read_whole(name, limit=1 << 40)
 
-    def verify(self, progress: Callable[[int, int], None] | None = None) -> None:
+    def verify(self) -> None:
         """Reads every member the manifest lists and compares its size and SHA-256."""
-        total = len(self.members)
-        for done, (name, expected) in enumerate(sorted(self.members.items()), start=1):
+        for name, expected in sorted(self.members.items()):
             member = self._member(name)
             if member.size != expected["size"]:
                 raise ArchiveError(
                     f"The member {name} has {member.size} bytes; the manifest says {expected['size']} (damaged)."
                 )
-            digest = hashlib.sha256()
-            read = 0
             try:
-                with self.open(name) as stream:
-                    for chunk in iter(lambda: stream.read(CHUNK), b""):
-                        digest.update(chunk)
-                        read += len(chunk)
+                with Hashing(self.open(name)) as hashing:
+                    while hashing.read(CHUNK):
+                        pass
             except (tarfile.TarError, OSError, EOFError) as exc:
                 raise ArchiveError(f"The member {name} cannot be read: {exc} (a truncated archive).") from exc
-            if read != expected["size"]:
-                raise ArchiveError(f"The member {name} is cut short ({read} of {expected['size']} bytes).")
-            if digest.hexdigest() != expected["sha256"]:
+            if hashing.size != expected["size"]:
+                raise ArchiveError(f"The member {name} is cut short ({hashing.size} of {expected['size']} bytes).")
+            if hashing.digest.hexdigest() != expected["sha256"]:
                 raise ArchiveError(f"The member {name} does not match its SHA-256 in the manifest (damaged).")
-            if progress is not None:
-                progress(done, total)
 
     def close(self) -> None:
         self.tar.close()
@@ -189,10 +165,6 @@ def _check_name(name: str) -> None:
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts or not path.parts:
         raise ArchiveError(f"The archive names a member outside itself: {name!r}.")
-
-
-def iter_chunks(stream: IO[bytes]) -> Iterator[bytes]:
-    yield from iter(lambda: stream.read(CHUNK), b"")
 
 
 def _fernet(passphrase: str, salt: bytes, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> Any:

@@ -18,7 +18,6 @@ shared by rows and files nor a check before restoring would come from it."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import random
 import shutil
@@ -39,7 +38,7 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
 from assistant.models import Conversation, MemoryHistory
-from common.storage import is_object_store, open_stream, sha256_of
+from common.storage import CHUNK, is_object_store, open_stream, sha256_of
 from knowledge.models import Chunk, Collection, Document, Page, stored_file_names
 from operations import archive, postgres
 from operations.archive import ArchiveError
@@ -280,7 +279,7 @@ def restore_backup(
             with tempfile.TemporaryDirectory(prefix="portal-restore-") as scratch:
                 dump_path = Path(scratch) / archive.DATABASE
                 with reader.open(archive.DATABASE) as source, dump_path.open("wb") as target_file:
-                    shutil.copyfileobj(source, target_file, archive.CHUNK)
+                    shutil.copyfileobj(source, target_file, CHUNK)
                 say("Restoring the database (one transaction)…")
                 postgres.restore(dump_path)
         except BaseException:
@@ -379,8 +378,3 @@ def _verify(reader: archive.Reader, manifest: dict[str, Any], say: Say) -> tuple
         + f" as in the manifest; {len(sample)} of {len(names)} files read back equal."
     )
     return found, len(sample)
-
-
-def manifest_text(manifest: dict[str, Any]) -> str:
-    """The manifest without its member list, for a person to read."""
-    return json.dumps({key: value for key, value in manifest.items() if key != "members"}, indent=1, ensure_ascii=False)

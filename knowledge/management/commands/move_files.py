@@ -8,8 +8,6 @@ comparing its SHA-256 with the source's. Sources are kept unless `--delete-sourc
 
 from __future__ import annotations
 
-import hashlib
-import io
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -18,7 +16,7 @@ from django.core.files import File
 from django.core.files.storage import FileSystemStorage, Storage, default_storage
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from common.storage import is_object_store, open_stream, sha256_of
+from common.storage import Hashing, is_object_store, open_stream, sha256_of
 from knowledge.models import stored_file_names
 
 
@@ -29,28 +27,6 @@ class Counts:
     missing_at_source: int = 0
     deleted_at_source: int = 0
     failed: list[str] = field(default_factory=list)
-
-
-class _Hashing(io.RawIOBase):
-    """A readable stream that hashes what passes through it (the source, read once, front to
-    back); an io class so that storages treat it as the file object it is."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__()
-        self.inner, self.digest = inner, hashlib.sha256()
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        data: bytes = self.inner.read(-1 if size is None else size)
-        self.digest.update(data)
-        return data
-
-    def close(self) -> None:
-        if not self.closed:
-            self.inner.close()
-        super().close()
 
 
 class Command(BaseCommand):
@@ -111,7 +87,7 @@ class Command(BaseCommand):
         try:
             if target.exists(name):
                 target.delete(name)  # a partial or different copy from an earlier run
-            stream = _Hashing(open_stream(source, name))
+            stream = Hashing(open_stream(source, name))
             try:
                 saved = target.save(name, File(cast(Any, stream), name=name))
             finally:
