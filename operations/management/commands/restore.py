@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 safety_dir=Path(options["safety_dir"]) if options["safety_dir"] else None,
                 say=self.stdout.write,
             )
-        except (ArchiveError, RestoreRefusedError, PostgresError) as exc:
+        except (ArchiveError, RestoreRefusedError, PostgresError, OSError) as exc:
             raise CommandError(str(exc)) from exc
         for note in restored.notes:
             self.stdout.write(self.style.WARNING(note))
