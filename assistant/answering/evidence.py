@@ -11,7 +11,8 @@ A number must be in the passages themselves (the value next door is the usual mi
 name may be anywhere in the passages' documents (a manual names its program on its title
 page, not on every page).
 
-Anchors are tokens a person would not paraphrase: anything with a digit; identifiers
+Anchors are tokens a person would not paraphrase: anything with a digit (a date is one
+anchor, in any form: 11 March 2005 is 2005-03-11); identifiers
 (`package.cron.yearly`, `--output`, `\\today`, `GNUPLOT_LIB`); words with a capital inside
 or all in capitals (TeXworks, FLC); capitalised words inside an English sentence (names:
 Gene Wilder); Latin words in a Chinese question (SnowNLP, KiCad); titles in 《》. Ordinary
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from django.db.models import Count, Q
 
 from assistant.answering.types import Source
-from assistant.answering.values import NUMBER, normalise, number_in, plain
+from assistant.answering.values import ISO_DATE, NUMBER, date_in, dates, normalise, number_in, plain
 from assistant.retrieval.types import Hit
 from common.text import CJK, DASH, TOKEN, unmarked
 from knowledge.models import Page
@@ -60,7 +61,12 @@ def anchors(text: str) -> list[str]:
     text = plain(text)
     found: list[str] = [title.strip() for title in TITLE.findall(text)]
     chinese = bool(CJK.search(text))
+    written = dates(text)  # a date is one anchor, whatever form the document writes it in
     for match in TOKEN.finditer(text):
+        date = next((iso for start, end, iso in written if start <= match.start() < end), None)
+        if date is not None:
+            found.append(date)
+            continue
         token = POSSESSIVE.sub("", match.group()).rstrip(".-/'")
         if len(token) < 2 and not token.isdigit():
             continue
@@ -82,7 +88,8 @@ def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
 
 
 def present(anchor: str, text: str) -> bool:
-    """Whether `text` (normalised) holds the anchor. A version, a year or any number of three
+    """Whether `text` (normalised) holds the anchor. A date in any form (11 March 2005 is
+    2005-03-11 and 2005年3月11日: values.dates), not its day and year apart. A version, a year or any number of three
     digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
     0 on the page; any dash: values.number_in); an option or a command (`-9`, `--best`,
     `\\hline`) as a whole token, its leading dashes any dash ("-9" is not in "-90" nor in
@@ -99,6 +106,8 @@ def present(anchor: str, text: str) -> bool:
 
 
 def _present(wanted: str, text: str) -> bool:
+    if ISO_DATE.fullmatch(wanted):
+        return date_in(wanted, text)
     if NUMBER.fullmatch(wanted) and (len(wanted) >= 3 or not wanted.isdigit()):
         return number_in(wanted, text)
     if OPTION.match(wanted):

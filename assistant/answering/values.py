@@ -32,3 +32,62 @@ def number_in(number: str, text: str) -> bool:
     in 13.75 nor in 3.75; 4.6 is in 4.6.0 (a version and its first release)."""
     pattern = "".join(SEPARATORS.get(char, re.escape(char)) for char in number)
     return re.search(rf"(?<![\d.]){pattern}(?!\d)", text) is not None
+
+
+# --- Dates, however they are written ---------------------------------------------------------
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+# 11 March 2005, 11 Mar. 2005; March 11, 2005; 2005年3月11日; 2005-03-11, 2005/3/11, 2005.03.11.
+DAY_MONTH_YEAR = re.compile(rf"(?<![\w.]){_DAY}\s+({_MONTH})\.?,?\s+(\d{{4}})(?!\d)", re.IGNORECASE)
+MONTH_DAY_YEAR = re.compile(rf"(?<![\w.])({_MONTH})\.?\s+{_DAY},?\s+(\d{{4}})(?!\d)", re.IGNORECASE)
+YEAR_MONTH_DAY_CJK = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]")
+YEAR_MONTH_DAY = re.compile(r"(?<![\d.])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?![\d.])")
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def dates(text: str) -> list[tuple[int, int, str]]:
+    """The calendar dates `text` writes (day, month and year, in any of the forms above), as
+    (start, end, ISO date), in order: "11 March 2005" and "2005年3月11日" are 2005-03-11."""
+    found: list[tuple[int, int, str]] = []
+    for match in DAY_MONTH_YEAR.finditer(text):
+        found.append((match.start(), match.end(), _iso(match[3], MONTHS[match[2].casefold()], match[1])))
+    for match in MONTH_DAY_YEAR.finditer(text):
+        found.append((match.start(), match.end(), _iso(match[3], MONTHS[match[1].casefold()], match[2])))
+    for match in YEAR_MONTH_DAY_CJK.finditer(text):
+        found.append((match.start(), match.end(), _iso(match[1], int(match[2]), match[3])))
+    for match in YEAR_MONTH_DAY.finditer(text):
+        found.append((match.start(), match.end(), _iso(match[1], int(match[3]), match[4])))
+    return sorted((start, end, iso) for start, end, iso in found if iso)
+
+
+def date_in(iso: str, text: str) -> bool:
+    """Whether `text` writes the date `iso` (YYYY-MM-DD) in any form `dates` reads."""
+    return any(found == iso for _start, _end, found in dates(text))
+
+
+def _iso(year: str, month: int, day: str) -> str:
+    """The ISO date, or "" where the month or the day cannot be one."""
+    if not (1 <= month <= 12 and 1 <= int(day) <= 31):
+        return ""
+    return f"{int(year):04d}-{month:02d}-{int(day):02d}"

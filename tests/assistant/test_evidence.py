@@ -25,7 +25,9 @@ from knowledge.models import Document, Page
         ("SnowNLP 的情感分析准确率是多少？", ["SnowNLP"]),
         ("2006 年版《TeX Live 指南》是谁翻译的？", ["TeX Live 指南", "2006", "TeX", "Live"]),
         ("三沙市的常住人口是多少？", []),
-        ("What is the Junior value on 8 March 2005?", ["Junior", "8", "2005"]),  # 2005-03-08 in the table
+        ("What is the Junior value on 8 March 2005?", ["Junior", "2005-03-08"]),  # one date, in any form
+        ("2020年3月5日发布了什么？", ["2020-03-05"]),
+        ("What happened on March 11th, 2005 and in 2006?", ["2005-03-11", "2006"]),
     ],
 )
 def test_a_question_anchors_its_names_numbers_and_identifiers(question, expected):
@@ -39,6 +41,17 @@ def test_an_anchor_is_found_whatever_its_width_case_or_dash():
     assert evidence.present("5.4", text)
     assert not evidence.present("6.0", text)
     assert not evidence.present("TeXstudio", text)
+
+
+def test_a_date_is_found_in_any_form_but_not_as_its_day_and_year_apart():
+    table = normalise("Nifty Junior 2005-02-11 43.79 2082.05 2005-03-10 44.01 2101.40")
+    assert evidence.missing("What is the Junior value on 11 March 2005?", [table]) == ["2005-03-11"]
+    assert evidence.missing("What is the Junior value on 10 March 2005?", [table]) == []
+    assert evidence.missing("What is the Junior value on March 10, 2005?", [table]) == []
+    assert evidence.present("2005-03-10", normalise("发布于 2005 年 3 月 10 日"))
+    assert evidence.present("2005-03-10", normalise("released 10 Mar. 2005, then 2005/3/11"))
+    assert evidence.present("2005-03-11", normalise("released 10 Mar. 2005, then 2005/3/11"))
+    assert not evidence.present("2005-03-01", normalise("version 2005.03.10 of 2005-03-10"))
 
 
 def test_words_joined_by_a_slash_may_be_joined_otherwise_in_the_document():
