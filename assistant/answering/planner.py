@@ -29,6 +29,11 @@ COMPARE_EN = re.compile(
 # One question of several asked at once, up to and with its question mark.
 QUESTION_END = re.compile(r"[^？?]+[？?]+")
 MIN_STEP_CHARS = 4  # "Why?" alone is no search step
+# ", and which …?": a second question joined to the first (English), split by the rules only
+# (the model, when asked, plans such a question itself).
+AND_ASKS = re.compile(r",\s+and\s+(?=(?:what|which|how|who|whom|whose|when|where)\b)", re.I)
+# What the first question is about, said before it asks ("In the zoo quick reference, what …").
+LEAD = re.compile(r"^(?:in|on|for|according to|from)\b[^,?]{3,80},\s*", re.I)
 THEN = re.compile(r"[，,；;。]?\s*(?:然后|再|接着|之后|and then|then|after that)\s*", re.I)
 
 
@@ -67,7 +72,22 @@ def by_rules(question: str) -> Plan:
         a, b, topic = (group.strip() for group in match.groups())
         a = re.sub(r"^(请|帮我)?(比较|对比)(一下)?", "", a)
         return Plan((f"{a}的{topic}", f"{b}的{topic}"), "rules")
-    return Plan(said_apart(text) or (text,), "rules")
+    return Plan(said_apart(text) or and_asked(text) or (text,), "rules")
+
+
+def and_asked(question: str) -> tuple[str, ...]:
+    """An English question that joins a second one with ", and which …?" as two steps, the
+    second with what the first is about ("In the zoo quick reference, what is the first date,
+    and what was the rate on the last date?"); () when there is no such join."""
+    if language_of(question) != "en":
+        return ()
+    parts = AND_ASKS.split(question.strip(), maxsplit=1)
+    if len(parts) != 2 or min(len(part.strip(" ?")) for part in parts) < MIN_STEP_CHARS:
+        return ()
+    first = parts[0].strip() + "?"
+    lead = LEAD.match(first)
+    second = (lead.group() if lead else "") + parts[1].strip()
+    return (first, _with_names(first, second))
 
 
 def said_apart(question: str) -> tuple[str, ...]:
@@ -91,6 +111,8 @@ def _with_names(first: str, step: str) -> str:
     said = normalise(step)
     if step == first or not names or any(evidence.present(name, said) for name in names):
         return step
+    if any(not any(char.isdigit() for char in anchor) for anchor in evidence.anchors(step)):
+        return step  # it names something of its own ("…, and which sets gnuplot's TrueType path?")
     return f"{' '.join(names)} {step}"
 
 

@@ -209,6 +209,26 @@ def test_questions_asked_one_after_the_other_are_split_as_written_without_the_mo
     assert planner.plan(model, "Which version did 1.3.0 embed, and which did 1.4.0 embed?").by == "model"
 
 
+def test_without_a_model_a_second_question_joined_by_and_is_a_step_of_its_own():
+    plan = planner.by_rules(
+        "In the zoo quick reference, what is the first date of the series, and what was the INR/USD rate "
+        "on the last date?"
+    )
+    assert plan.steps == (
+        "In the zoo quick reference, what is the first date of the series?",
+        "In the zoo quick reference, what was the INR/USD rate on the last date?",
+    )
+    # The second names its own program: not the first one's.
+    assert planner.by_rules(
+        "Which environment variable points TeXworks to dictionaries, and which one sets the TrueType font path?"
+    ).steps == ("Which environment variable points TeXworks to dictionaries?", "which one sets the TrueType font path?")
+    assert planner.by_rules("Which version did readxl 1.3.0 embed, and which did 1.4.0 embed?").steps == (
+        "Which version did readxl 1.3.0 embed?",
+        "which did 1.4.0 embed?",
+    )
+    assert planner.by_rules("What is the rate, and why?").steps == ("What is the rate, and why?",)
+
+
 # -- citations and abstention ------------------------------------------------------------------
 
 
