@@ -9,8 +9,11 @@ weights can be calibrated here (policy.READER_WEIGHTS) and a grid of them compar
 
 Prints, per question type: the share of answerable questions whose evidence answer holds
 every key (and the first hit's whole text, and the first three hits', for reference), the
-reader's seconds (p50, p95), and the best score of answerable and unanswerable questions
-that pass the anchor check (what policy.READER_ANSWER_MIN separates). --grid also tries
+share of unanswerable questions the model-free gates decline and of answerable ones they
+decline wrongly (anchors, unknown words, unmentioned words, relevance: as a direct answer
+decides; a multi-step answer reads each step apart), the reader's seconds (p50, p95), and
+the best score of answerable and unanswerable questions that pass the anchor check (what
+policy.READER_ANSWER_MIN separates). --grid also tries
 every combination of weights around the policy's and prints the best ten. Writes
 bench/results/<out>.json.
 """
@@ -26,6 +29,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +110,9 @@ def main() -> None:
                 for question, query, sources, cell, lacking in cases:
                     started = time.perf_counter()
                     reading = reader.read(query, sources, similarity=modes.similarity if timed else similarity)
+                    reading = replace(reading, unknown=tuple(modes.unknown(scope, query, sources)))
                     seconds = time.perf_counter() - started
+                    why = "near_miss" if lacking else (modes.unanswered(reading) if cell is None else None)
                     language = language_of(question.question)
                     if cell is not None:
                         text = cell.sentence
@@ -134,6 +140,8 @@ def main() -> None:
                             "seconds": round(seconds, 4),
                             "absent": reading.absent,
                             "absent_terms": list(reading.unmentioned),
+                            "unknown": list(reading.unknown),
+                            "declined": why,
                             "similarity": reading.best.figures.get("similarity") if reading.best else None,
                             "adds": reading.best.figures.get("adds") if reading.best else None,
                             "overlap": reading.best.figures.get("overlap") if reading.best else None,
@@ -185,6 +193,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "keys_all": _mean(row["keys_all"] for row in scored),
             "first_hit": _mean(row["first_hit"] for row in scored if row["first_hit"] is not None),
             "first_three": _mean(row["first_three"] for row in scored if row["first_three"] is not None),
+            "correct_abstention": _mean(bool(row["declined"]) for row in members if not row["answerable"]),
+            "false_abstention": _mean(bool(row["declined"]) for row in members if row["answerable"]),
             "p50_s": round(statistics.median(seconds), 3) if seconds else None,
             "p95_s": round(percentile(seconds, 95), 3) if seconds else None,
         }
@@ -201,14 +211,22 @@ def _mean(values: Any) -> float | None:
     return round(sum(values) / len(values), 3) if values else None
 
 
+def _shown(value: float | None) -> str:
+    return f"{'—':>9}" if value is None else f"{value:>9.3f}"
+
+
 def print_summary(result: dict[str, Any]) -> None:
-    print(f"{'slice':14} {'n':>4} {'evidence':>9} {'1st hit':>8} {'1st 3':>6} {'p50 s':>6} {'p95 s':>6}")
+    print(
+        f"{'slice':14} {'n':>4} {'evidence':>9} {'1st hit':>8} {'1st 3':>6} {'abst. ok':>9} {'abst. no':>9} "
+        f"{'p50 s':>6} {'p95 s':>6}"
+    )
     for name, row in result.items():
         if name == "best_scores":
             continue
         print(
             f"{name:14} {row['n']:>4} {row['keys_all'] or 0:>9.3f} {row['first_hit'] or 0:>8.3f} "
-            f"{row['first_three'] or 0:>6.3f} {row['p50_s'] or 0:>6.3f} {row['p95_s'] or 0:>6.3f}"
+            f"{row['first_three'] or 0:>6.3f} {_shown(row['correct_abstention'])} {_shown(row['false_abstention'])} "
+            f"{row['p50_s'] or 0:>6.3f} {row['p95_s'] or 0:>6.3f}"
         )
     scores = result["best_scores"]
     print("relevance of the best, answerable past the anchor check:", scores["answerable"])

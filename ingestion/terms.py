@@ -46,3 +46,18 @@ def words(text: str) -> list[str]:
 
 def _is_word_char(char: str) -> bool:
     return unicodedata.category(char)[0] in "LN"
+
+
+# jieba's part-of-speech tags of names: people, places, organisations, other proper nouns.
+NAME_TAGS = frozenset({"nr", "ns", "nt", "nz"})
+
+
+def names(text: str) -> list[str]:
+    """The Chinese names in `text` (of two characters or more), as jieba tags them: 鲁迅,
+    台北市. Latin names are told by their capitals (assistant.answering.evidence)."""
+    import rjieba
+
+    tagged = rjieba.tag(unicodedata.normalize("NFKC", text))
+    return [
+        word for word, tag in tagged if tag in NAME_TAGS and len(word) >= 2 and word.isalpha() and not word.isascii()
+    ]

@@ -37,7 +37,11 @@ from assistant.answering.decisions import Decision, Figure
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, EvidenceFound, StageEntered
 from assistant.answering.session import Draft
 from assistant.answering.types import Source
+from assistant.retrieval import lexical
+from assistant.retrieval.fusion import MEDIA_WORDS
+from assistant.retrieval.scope import Scope
 from common.language import Language
+from ingestion.terms import names
 from providers import registry
 from providers.base import ChatMessage, ChatModel
 
@@ -111,14 +115,33 @@ def read(draft: Draft, sources: Sequence[Source], step_query: str = "") -> reade
     except Exception:  # an embedder failure costs the similarity, not the answer
         log.warning("Reading without the embedder's similarity", exc_info=True)
         reading = reader.read(draft.query, sources, step_query=step_query)
+    reading = replace(reading, unknown=tuple(unknown(draft.session.scope, step_query or draft.query, sources)))
     best = reading.best
     figures: dict[str, Figure] = {"confidence": reading.confidence, "candidates": len(reading.candidates)}
     if best is not None:
         figures |= {"score": round(best.score, 3), "source": best.source.number, **best.figures}
-    figures |= {"absent": reading.absent, "unmentioned": ", ".join(reading.unmentioned)}
+    figures |= {
+        "absent": reading.absent,
+        "unmentioned": ", ".join(reading.unmentioned),
+        "unknown": ", ".join(reading.unknown),
+    }
     outcome, reason = ("found", "the best sentence of the passages") if best else ("nothing", "no sentence to read")
     draft.trail.decisions.append(Decision("read", outcome, reason, figures))
     return reading
+
+
+def unknown(scope: Scope, question: str, sources: Sequence[Source]) -> list[str]:
+    """The Chinese names in the question (ingestion.terms.names: 鲁迅, 台北市) that no passage
+    holds and that no document of the question's collections mentions either (their index
+    terms): what it asks about is not in the documents at all. Latin names are anchors
+    (answering.evidence); ordinary words are not checked so (a question words them otherwise
+    than its documents: "坐标" for a table's latitude), nor a question about a picture (it is
+    found by what it shows, and its description is a few tags)."""
+    if MEDIA_WORDS.search(question):
+        return []
+    named = set(names(question))
+    _asked, lacking = reader.unsaid(question, sources)
+    return lexical.unknown(scope, [word for word in lacking if word in named])
 
 
 def evidence_event(
@@ -166,10 +189,13 @@ def evidence_answer(draft: Draft, chosen: Sequence[reader.Candidate], replace_te
 
 def unanswered(reading: reader.Reading) -> str | None:
     """Why the passages do not answer, as a decline reason (answering.decisions.REASONS), or
-    None: nothing to read, most of the question's words mentioned nowhere
-    (policy.READER_ABSENT_MAX), or nothing close enough (policy.READER_ANSWER_MIN)."""
+    None: nothing to read, a word of the question in no document (`unknown`), most of the
+    question's words mentioned nowhere in the passages (policy.READER_ABSENT_MAX), or
+    nothing close enough (policy.READER_ANSWER_MIN)."""
     if reading.best is None:
         return "low_evidence"
+    if reading.unknown:
+        return "unknown"
     if reading.absent > policy.READER_ABSENT_MAX:
         return "unmentioned"
     if reading.relevance < policy.READER_ANSWER_MIN:
@@ -308,8 +334,9 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
             relevance=reading.relevance,
             absent=reading.absent,
             unmentioned=", ".join(reading.unmentioned),
+            unknown=", ".join(reading.unknown),
         )
-        yield from writing.decline(draft, [])
+        yield from writing.decline(draft, list(reading.unknown) if why == "unknown" else [])
         return
     if draft.mode == "evidence":
         draft.trail.add("decide", "answer", "the reader's quotes", final=True, quotes=len(reading.quotes()))

@@ -20,8 +20,11 @@ evaluation: bench/README.md):
   (policy.READER_EMBED), so that it costs a few dozen short texts.
 
 Whether the passages answer at all: the anchors are checked before (answering.evidence);
-then the share of the question's other words that no passage mentions (`absent`), against
-policy.READER_ABSENT_MAX, and the best candidate's relevance (its overlap plus the
+then whether a Chinese name of the question that no passage holds is in no document of the
+collections at all (`unknown`, set by answering.modes.read: "台北市" in a table of the
+mainland's districts); then the share of the
+question's other words that no passage mentions (`absent`), against
+policy.READER_ABSENT_MAX; and the best candidate's relevance (its overlap plus the
 embedder's lift, without anchors or rank: `Reading.relevance`), against
 policy.READER_ANSWER_MIN.
 
@@ -81,6 +84,9 @@ class Reading:
     # asks about that the passages never mention.
     absent: float = 0.0
     unmentioned: tuple[str, ...] = ()
+    # The question's Chinese names that no document of the collections mentions at all (set
+    # by answering.modes.read, which queries the index): a near miss in words, not anchors.
+    unknown: tuple[str, ...] = ()
 
     @property
     def best(self) -> Candidate | None:
@@ -212,15 +218,26 @@ def _lift(cosine: float) -> float:
 
 def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
     """The question's words that no passage holds, nor its document's name or headings, and
-    their share of the question's words: a question about something the passages never
-    mention ("how many children", "股票代码") has the topic's words but not the attribute's.
-    Words: English ones of three letters or more that are not function words (stemmed as
-    `passages.terms` does); Chinese ones as jieba cuts them, of two characters or more and
-    without a question word or particle, and only where a passage is in Chinese (a
-    word of three or more counts as held when its first and last two characters are). Not
-    the anchors: answering.evidence checks those."""
-    if MEDIA_WORDS.search(question):
-        return 0.0, []  # a picture is found by what it shows, not by words its description holds
+    their share of the question's words (`unsaid`): a question about something the passages
+    never mention ("how many children", "dollar amount") has the topic's words but not the
+    attribute's. Not for a question about a picture (it is found by what it shows, not by
+    the words its description holds), nor for a Chinese one: jieba's cut of a question and
+    of a passage differ, and a Chinese question words its attribute otherwise than the
+    passages (坐标 for a table's latitude, 判断 / 两段): on the public evaluation this declined
+    8 answerable Chinese questions for 1 unanswerable (bench/README.md, 2026-12-06)."""
+    if MEDIA_WORDS.search(question) or language_of(question) == "zh":
+        return 0.0, []
+    asked, lacking = unsaid(question, sources)
+    return (round(len(lacking) / len(asked), 3) if asked else 0.0), lacking
+
+
+def unsaid(question: str, sources: Sequence[Source]) -> tuple[list[str], list[str]]:
+    """The question's words, and those of them that no passage holds. Words: English ones of
+    three letters or more that are not function words (a word of eight letters or more is
+    held by its first six: "children" by "childr…"); Chinese ones as jieba cuts them, of two
+    characters or more and without a question word or particle, and only where a passage is
+    in Chinese (a word of three or more counts as held when its first and last two characters
+    are). Not the anchors: answering.evidence checks those."""
     named = {normalise(anchor) for anchor in anchors(question)}
     # A Chinese question about English passages words them otherwise: its Chinese words
     # count only where a passage is in Chinese.
@@ -233,20 +250,20 @@ def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
             if chinese and len(word) >= 2 and not any(char in passages.CJK_FILLER for char in word):
                 asked.append(word)
         elif len(word) >= 3 and word not in COMMON and passages.WORD.fullmatch(word):
-            asked.append(word[:6] if len(word) > 7 else word)
+            asked.append(word)
     asked = list(dict.fromkeys(asked))
     if not asked:
-        return 0.0, []
+        return [], []
     said = normalise(" ".join(evidence_said(source.hit) for source in sources))
     seen = unmarked(said)
 
     def held(word: str) -> bool:
-        if word in said or word in seen:
+        probe = word[:6] if not is_cjk(word[0]) and len(word) > 7 else word
+        if probe in said or probe in seen:
             return True
         return is_cjk(word[0]) and len(word) >= 3 and word[:2] in said and word[-2:] in said
 
-    lacking = [word for word in asked if not held(word)]
-    return round(len(lacking) / len(asked), 3), lacking
+    return asked, [word for word in asked if not held(word)]
 
 
 def _anchor_share(named: Sequence[str], text: str) -> float:

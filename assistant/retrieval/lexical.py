@@ -16,6 +16,7 @@ names that must match literally, and jieba already splits compounds.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from itertools import combinations
 
 from django.conf import settings
@@ -211,3 +212,30 @@ def _run(scope: Scope, small: bool, df: dict[str, int], candidates: TermSets, k:
         params = [*scope.params, scored, *(terms_ for _size, _test, terms_ in tests), *scored, k1, b, b, k]
         cursor.execute(sql, params)
         return [(int(pk), float(score)) for pk, score in cursor.fetchall()]
+
+
+# A word is held by a chunk that holds every word jieba's search mode cuts it into (GIN index).
+HELD_TOGETHER = """
+SELECT EXISTS (
+    SELECT 1 FROM knowledge_chunk c
+    WHERE c.terms ?& %s AND c.searchable AND c.index_version_id IN ({scope})
+)
+"""
+
+
+def unknown(scope: Scope, words: Sequence[str]) -> list[str]:
+    """The words that no searchable chunk of the scope holds, in their order (one query
+    each, on the chunks' index terms). A word is held where one chunk holds every word of two
+    characters or more that jieba's search mode cuts it into, as the index holds a
+    document's words (常住人口 by a chunk holding 常住, 人口 and 常住人口; 台北市 not by
+    淮北市's 北市)."""
+    if not scope.versions:
+        return []
+    lacking = []
+    with connection.cursor() as cursor:
+        for word in words:
+            parts = sorted({term for term in terms(word) if len(term) >= 2} or {word.lower()})
+            cursor.execute(HELD_TOGETHER.format(scope=scope.sql), [parts, *scope.params])
+            if not cursor.fetchone()[0]:
+                lacking.append(word)
+    return lacking

@@ -130,11 +130,17 @@ def test_the_trail_is_settled_by_its_last_final_decision():
 
 
 def test_absent_names_the_questions_words_no_passage_holds():
-    handbook = source(1, "云帆科技员工手册。正式员工每年有十天带薪年假。", "policy.pdf")
-    share, lacking = reader.absent("公司的股票代码是什么？", [handbook])
-    assert lacking == ["公司", "股票代码"]
+    handbook = source(1, "Yunfan handbook. Permanent staff get ten days of paid leave a year.", "policy.pdf")
+    share, lacking = reader.absent("What is the company's stock ticker?", [handbook])
+    assert lacking == ["company", "stock", "ticker"]
     assert share == 1.0
-    assert reader.absent("正式员工每年有几天年假？", [handbook]) == (0.0, [])
+    assert reader.absent("How many days of paid leave do permanent staff get?", [handbook]) == (0.0, [])
+
+
+def test_a_chinese_question_is_not_declined_for_its_unsaid_words_but_they_are_listed():
+    handbook = source(1, "云帆科技员工手册。正式员工每年有十天带薪年假。", "policy.pdf")
+    assert reader.absent("公司的股票代码是什么？", [handbook]) == (0.0, [])
+    assert reader.unsaid("公司的股票代码是什么？", [handbook])[1] == ["公司", "股票代码"]
 
 
 def test_a_chinese_questions_words_are_not_missing_from_english_passages():
@@ -146,7 +152,7 @@ def test_absent_counts_a_documents_name_and_headings_as_said_and_leaves_anchors_
     spreadsheet = source(1, "Bowie | 1947 | 2016 | 69", "deaths.xlsx", ("Musicians",))
     share, lacking = reader.absent("How many children did David Bowie have in the deaths spreadsheet?", [spreadsheet])
     # "deaths" is the file's name, David Bowie an anchor, "spreadsheet" names the document
-    assert lacking == ["childr"]
+    assert lacking == ["children"]  # held by a passage that holds "childr…"
     assert share == 0.5
     assert reader.absent("Which musicians are in deaths.xlsx?", [spreadsheet]) == (0.0, [])
 
@@ -162,12 +168,32 @@ def test_relevance_weighs_a_text_by_the_questions_terms_and_the_embedders_lift()
 def test_a_reading_whose_question_is_mostly_unmentioned_is_unanswered():
     from assistant.answering import modes
 
-    handbook = source(1, "云帆科技员工手册。正式员工每年有十天带薪年假。", "policy.pdf")
-    asked = reader.read("公司的股票代码是什么？", [handbook])
+    handbook = source(1, "Yunfan handbook. Permanent staff get ten days of paid leave a year.", "policy.pdf")
+    asked = reader.read("What is the company's stock ticker?", [handbook])
     assert asked.best is not None
     assert asked.absent > policy.READER_ABSENT_MAX
     assert modes.unanswered(asked) == "unmentioned"
-    held = reader.read("正式员工每年有几天年假？", [handbook])
+    held = reader.read("How many days of paid leave do permanent staff get?", [handbook])
     assert held.absent == 0.0
     assert modes.unanswered(held) is None
-    assert modes.unanswered(reader.read("年假有几天？", [])) == "low_evidence"
+    assert modes.unanswered(reader.read("How many days of leave?", [])) == "low_evidence"
+
+
+def test_a_name_no_document_mentions_declines_before_the_share_is_weighed():
+    from dataclasses import replace
+
+    from assistant.answering import modes
+
+    handbook = source(1, "云帆科技员工手册。正式员工每年有十天带薪年假。", "policy.pdf")
+    reading = reader.read("台北办公室的员工每年有几天年假？", [handbook])
+    assert reading.absent <= policy.READER_ABSENT_MAX
+    assert modes.unanswered(reading) is None
+    assert modes.unanswered(replace(reading, unknown=("台北",))) == "unknown"
+
+
+def test_the_names_of_a_chinese_question_are_its_people_and_places():
+    from ingestion.terms import names
+
+    assert names("台北市的行政区划代码和经纬度是多少？") == ["台北市"]
+    assert "鲁迅" in names("取自鲁迅《祝福》的那一份一共有多少段？")
+    assert names("常住人口是多少？ KiCad 2020") == []  # no Latin names, no numbers

@@ -536,3 +536,17 @@ def test_a_follow_up_is_searched_with_its_earlier_question_in_search_as_in_ask(c
     response = api.post("/api/search/", {"query": "那呢？", "conversation": theirs.pk}, format="json")
     assert response.status_code == 404
     assert "年假" not in response.content.decode()
+
+
+def test_unknown_words_are_those_no_visible_document_mentions(corpus, alice, charlie):
+    from assistant.retrieval.lexical import unknown
+
+    secret = actions.do_create_collection(charlie, "charlie's")
+    ingest(secret, {"secret.md": "# Butterflies\n\n台北办公室的蝴蝶标本在三楼。"})
+    scope = scope_for(alice)
+    # Charlie's words are not Alice's
+    assert unknown(scope, ["taxi", "butterflies", "台北", "带薪", "蝴蝶"]) == ["butterflies", "台北", "蝴蝶"]
+    assert unknown(scope_for(charlie), ["butterflies", "台北", "taxi"]) == ["taxi"]
+    assert unknown(scope, []) == []
+    # 报销 and 标准 are said, but never in one chunk as 报销标准 would be
+    assert unknown(scope, ["报销标准", "住宿标准"]) == ["报销标准"]
