@@ -22,11 +22,10 @@ evaluation: bench/README.md):
 Whether the passages answer at all: the anchors are checked before (answering.evidence);
 then whether a Chinese name of the question that no passage holds is in no document of the
 collections at all (`unknown`, set by answering.modes.read: "台北市" in a table of the
-mainland's districts); then the share of the
-question's other words that no passage mentions (`absent`), against
-policy.READER_ABSENT_MAX; and the best candidate's relevance (its overlap plus the
-embedder's lift, without anchors or rank: `Reading.relevance`), against
-policy.READER_ANSWER_MIN.
+mainland's districts); then the share of the question's other words that no passage
+mentions (`absent`), against policy.READER_ABSENT_MAX for the question's language; and the
+best candidate's relevance (its overlap plus the embedder's lift, without anchors or rank:
+`Reading.relevance`), against policy.READER_ANSWER_MIN.
 
 The answer a person reads is the best candidate with its neighbours (a row with the header
 line above it, a sentence with the next one when it is short: `window`), and a second
@@ -87,6 +86,7 @@ class Reading:
     # The question's Chinese names that no document of the collections mentions at all (set
     # by answering.modes.read, which queries the index): a near miss in words, not anchors.
     unknown: tuple[str, ...] = ()
+    language: str = "en"  # the question's, whose share of unmentioned words declines it
 
     @property
     def best(self) -> Candidate | None:
@@ -168,7 +168,8 @@ def read(
     if similarity is not None and scored:
         scored = _with_similarity(question, scored, similarity)
     share, lacking = absent(step_query or question, sources)
-    return Reading(tuple(scored[: policy.READER_CANDIDATES]), named, share, tuple(lacking))
+    language = language_of(question)
+    return Reading(tuple(scored[: policy.READER_CANDIDATES]), named, share, tuple(lacking), language=language)
 
 
 def _with_similarity(question: str, scored: list[Candidate], similarity: Similarity) -> list[Candidate]:
@@ -219,13 +220,10 @@ def _lift(cosine: float) -> float:
 def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
     """The question's words that no passage holds, nor its document's name or headings, and
     their share of the question's words (`unsaid`): a question about something the passages
-    never mention ("how many children", "dollar amount") has the topic's words but not the
-    attribute's. Not for a question about a picture (it is found by what it shows, not by
-    the words its description holds), nor for a Chinese one: jieba's cut of a question and
-    of a passage differ, and a Chinese question words its attribute otherwise than the
-    passages (坐标 for a table's latitude, 判断 / 两段): on the public evaluation this declined
-    8 answerable Chinese questions for 1 unanswerable (bench/README.md, 2026-12-06)."""
-    if MEDIA_WORDS.search(question) or language_of(question) == "zh":
+    never mention ("how many children", "股票代码") has the topic's words but not the
+    attribute's. Not for a question about a picture: a picture is found by what it shows,
+    not by the words its description holds."""
+    if MEDIA_WORDS.search(question):
         return 0.0, []
     asked, lacking = unsaid(question, sources)
     return (round(len(lacking) / len(asked), 3) if asked else 0.0), lacking
