@@ -10,7 +10,7 @@ weights can be calibrated here (policy.READER_WEIGHTS) and a grid of them compar
 Prints, per question type: the share of answerable questions whose evidence answer holds
 every key (and the first hit's whole text, and the first three hits', for reference), the
 share of unanswerable questions the model-free gates decline and of answerable ones they
-decline wrongly (anchors, unknown words, unmentioned words, relevance: as a direct answer
+decline wrongly (anchors, unknown names, unmentioned words, relevance: as a direct answer
 decides; a multi-step answer reads each step apart), the reader's seconds (p50, p95), and
 the best score of answerable and unanswerable questions that pass the anchor check (what
 policy.READER_ANSWER_MIN separates). --grid also tries
@@ -110,7 +110,7 @@ def main() -> None:
                 for question, query, sources, cell, lacking in cases:
                     started = time.perf_counter()
                     reading = reader.read(query, sources, similarity=modes.similarity if timed else similarity)
-                    reading = replace(reading, unknown=tuple(modes.unknown(scope, query, sources)))
+                    reading = replace(reading, unknown=tuple(modes.unknown(scope, query, reading)))
                     seconds = time.perf_counter() - started
                     why = "near_miss" if lacking else (modes.unanswered(reading) if cell is None else None)
                     language = language_of(question.question)

@@ -89,8 +89,8 @@ def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
 
 def present(anchor: str, text: str) -> bool:
     """Whether `text` (normalised) holds the anchor. A date in any form (11 March 2005 is
-    2005-03-11 and 2005年3月11日: values.dates), not its day and year apart. A version, a year or any number of three
-    digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
+    2005-03-11 and 2005年3月11日: values.dates), not its day and year apart. A version, a
+    year or any number of three digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
     0 on the page; any dash: values.number_in); an option or a command (`-9`, `--best`,
     `\\hline`) as a whole token, its leading dashes any dash ("-9" is not in "-90" nor in
     "2-9"); a short number or a word with digits needs its digit runs (70-79 holds if 70 and

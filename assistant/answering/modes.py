@@ -38,7 +38,6 @@ from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, Evide
 from assistant.answering.session import Draft
 from assistant.answering.types import Source
 from assistant.retrieval import lexical
-from assistant.retrieval.fusion import MEDIA_WORDS
 from assistant.retrieval.scope import Scope
 from common.language import Language
 from ingestion.terms import names
@@ -115,7 +114,7 @@ def read(draft: Draft, sources: Sequence[Source], step_query: str = "") -> reade
     except Exception:  # an embedder failure costs the similarity, not the answer
         log.warning("Reading without the embedder's similarity", exc_info=True)
         reading = reader.read(draft.query, sources, step_query=step_query)
-    reading = replace(reading, unknown=tuple(unknown(draft.session.scope, step_query or draft.query, sources)))
+    reading = replace(reading, unknown=tuple(unknown(draft.session.scope, step_query or draft.query, reading)))
     best = reading.best
     figures: dict[str, Figure] = {"confidence": reading.confidence, "candidates": len(reading.candidates)}
     if best is not None:
@@ -130,18 +129,17 @@ def read(draft: Draft, sources: Sequence[Source], step_query: str = "") -> reade
     return reading
 
 
-def unknown(scope: Scope, question: str, sources: Sequence[Source]) -> list[str]:
+def unknown(scope: Scope, question: str, reading: reader.Reading) -> list[str]:
     """The Chinese names in the question (ingestion.terms.names: 鲁迅, 台北市) that no passage
-    holds and that no document of the question's collections mentions either (their index
-    terms): what it asks about is not in the documents at all. Latin names are anchors
-    (answering.evidence); ordinary words are not checked so (a question words them otherwise
-    than its documents: "坐标" for a table's latitude), nor a question about a picture (it is
-    found by what it shows, and its description is a few tags)."""
-    if MEDIA_WORDS.search(question):
+    holds (the reading's unmentioned words) and that no document of the question's
+    collections mentions either (their index terms): what it asks about is not in the
+    documents at all. Latin names are anchors (answering.evidence); ordinary words are not
+    checked so (a question words them otherwise than its documents: "坐标" for a table's
+    latitude), nor a question about a picture (`reader.absent` lists no word of it)."""
+    if not reading.unmentioned:
         return []
     named = set(names(question))
-    _asked, lacking = reader.unsaid(question, sources)
-    return lexical.unknown(scope, [word for word in lacking if word in named])
+    return lexical.unknown(scope, [word for word in reading.unmentioned if word in named])
 
 
 def evidence_event(

@@ -107,13 +107,18 @@ def said_apart(question: str) -> tuple[str, ...]:
 def _with_names(first: str, step: str) -> str:
     """A later question that names nothing the first one named ("xpinyin 的…？脚注里…？")
     searches with the first one's names in front: it is about the same thing."""
-    names = [anchor for anchor in evidence.anchors(first) if not any(char.isdigit() for char in anchor)]
+    names = _names(first)
     said = normalise(step)
     if step == first or not names or any(evidence.present(name, said) for name in names):
         return step
-    if any(not any(char.isdigit() for char in anchor) for anchor in evidence.anchors(step)):
+    if _names(step):
         return step  # it names something of its own ("…, and which sets gnuplot's TrueType path?")
     return f"{' '.join(names)} {step}"
+
+
+def _names(text: str) -> list[str]:
+    """The anchors of `text` that are names, not numbers."""
+    return [anchor for anchor in evidence.anchors(text) if not any(char.isdigit() for char in anchor)]
 
 
 def _parse_steps(raw: str) -> tuple[str, ...]:

@@ -219,23 +219,17 @@ def _lift(cosine: float) -> float:
 
 def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
     """The question's words that no passage holds, nor its document's name or headings, and
-    their share of the question's words (`unsaid`): a question about something the passages
-    never mention ("how many children", "股票代码") has the topic's words but not the
-    attribute's. Not for a question about a picture: a picture is found by what it shows,
-    not by the words its description holds."""
+    their share of the question's words: a question about something the passages never
+    mention ("how many children", "股票代码") has the topic's words but not the attribute's.
+    Words: English ones of three letters or more that are not function words (a word of eight
+    letters or more is held by its first six: "children" by "childr…"); Chinese ones as jieba
+    cuts them, of two characters or more and without a question word or particle, and only
+    where a passage is in Chinese (a word of three or more counts as held when its first and
+    last two characters are). Not the anchors: answering.evidence checks those. Not for a
+    question about a picture: a picture is found by what it shows, not by the words its
+    description holds."""
     if MEDIA_WORDS.search(question):
         return 0.0, []
-    asked, lacking = unsaid(question, sources)
-    return (round(len(lacking) / len(asked), 3) if asked else 0.0), lacking
-
-
-def unsaid(question: str, sources: Sequence[Source]) -> tuple[list[str], list[str]]:
-    """The question's words, and those of them that no passage holds. Words: English ones of
-    three letters or more that are not function words (a word of eight letters or more is
-    held by its first six: "children" by "childr…"); Chinese ones as jieba cuts them, of two
-    characters or more and without a question word or particle, and only where a passage is
-    in Chinese (a word of three or more counts as held when its first and last two characters
-    are). Not the anchors: answering.evidence checks those."""
     named = {normalise(anchor) for anchor in anchors(question)}
     # A Chinese question about English passages words them otherwise: its Chinese words
     # count only where a passage is in Chinese.
@@ -251,7 +245,7 @@ def unsaid(question: str, sources: Sequence[Source]) -> tuple[list[str], list[st
             asked.append(word)
     asked = list(dict.fromkeys(asked))
     if not asked:
-        return [], []
+        return 0.0, []
     said = normalise(" ".join(evidence_said(source.hit) for source in sources))
     seen = unmarked(said)
 
@@ -261,7 +255,8 @@ def unsaid(question: str, sources: Sequence[Source]) -> tuple[list[str], list[st
             return True
         return is_cjk(word[0]) and len(word) >= 3 and word[:2] in said and word[-2:] in said
 
-    return asked, [word for word in asked if not held(word)]
+    lacking = [word for word in asked if not held(word)]
+    return round(len(lacking) / len(asked), 3), lacking
 
 
 def _anchor_share(named: Sequence[str], text: str) -> float:
