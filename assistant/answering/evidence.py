@@ -28,6 +28,8 @@ from django.db.models import Count, Q
 
 from assistant.answering.types import Source
 from assistant.answering.values import ISO_DATE, NUMBER, date_in, dates, normalise, number_in, plain
+from assistant.retrieval.scope import Scope
+from assistant.retrieval.search import on_pages
 from assistant.retrieval.types import Hit
 from common.text import CJK, DASH, TOKEN, unmarked
 from knowledge.models import Page
@@ -164,6 +166,41 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
     counts = pages.aggregate(**{f"n{i}": Count("pk", filter=_written(name)) for i, name in enumerate(names)})
     named = {name for i, name in enumerate(names) if counts[f"n{i}"]}
     return [anchor for anchor in lacking if anchor not in named]
+
+
+def checked(
+    question: str, sources: Sequence[Source], scope: Scope, also: Sequence[str] = ()
+) -> tuple[tuple[Source, ...], list[str], Source | None]:
+    """The passages, the question's anchors they do not support (`unsupported`), and the
+    chunk brought in: where they lack some, a chunk on the page of one of them (the
+    best-ranked first) that holds every one they lack, and every number the question names
+    (the row it asks about holds them all: "13" alone on a page about level 10 is not it),
+    comes in as the last passage, in place of the last one (`beside`), and they are checked
+    again."""
+    sources = tuple(sources)
+    lacking = unsupported(question, sources, also) if sources else []
+    numbers = [anchor for anchor in anchors(question) if DIGITS.search(anchor)]
+    nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])) if lacking else [])
+    if nearby is None:
+        return sources, lacking, None
+    sources = (*sources[:-1], nearby)
+    return sources, unsupported(question, sources, also), nearby
+
+
+def beside(sources: Sequence[Source], scope: Scope, wanted: Sequence[str]) -> Source | None:
+    """A chunk on the page of one of the passages (the best-ranked first) that holds every
+    anchor in `wanted`, numbered as the last passage; None when there is none. A table's
+    chunk often ranks under its own page's prose, which does not hold the row the question
+    names ("(51,62]"); only the passages' own pages are looked at, since a near miss's anchor
+    is usually somewhere else nearby (another table's date, "prior to 4.6")."""
+    if not sources or not wanted:
+        return None
+    pages = [source.hit.page_id for source in sources]
+    for hit in on_pages(scope, pages, exclude=[source.hit.chunk_id for source in sources]):
+        text = normalise(said(hit))
+        if all(present(anchor, text) for anchor in wanted):
+            return Source(len(sources), hit)
+    return None
 
 
 def _written(name: str) -> Q:

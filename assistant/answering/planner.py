@@ -10,7 +10,7 @@ import re
 from django.conf import settings
 
 from assistant.answering import evidence, prompts
-from assistant.answering.router import parse_json_object
+from assistant.answering.router import AND_ASKS, parse_json_object
 from assistant.answering.types import Plan
 from assistant.answering.values import normalise
 from common.language import language_of
@@ -29,11 +29,9 @@ COMPARE_EN = re.compile(
 # One question of several asked at once, up to and with its question mark.
 QUESTION_END = re.compile(r"[^？?]+[？?]+")
 MIN_STEP_CHARS = 4  # "Why?" alone is no search step
-# ", and which …?": a second question joined to the first (English), split by the rules only
-# (the model, when asked, plans such a question itself).
-AND_ASKS = re.compile(r",\s+and\s+(?=(?:what|which|how|who|whom|whose|when|where)\b)", re.I)
-# What the first question is about, said before it asks ("In the zoo quick reference, what …").
-LEAD = re.compile(r"^(?:in|on|for|according to|from)\b[^,?]{3,80},\s*", re.I)
+# What the first question is about, said before it asks ("In the zoo quick reference, what …",
+# "Compare two cells of the vignette: how many …").
+LEAD = re.compile(r"^(?:(?:in|on|for|according to|from)\b[^,?]{3,80},\s*|[^,?:]{3,80}:\s+)", re.I)
 THEN = re.compile(r"[，,；;。]?\s*(?:然后|再|接着|之后|and then|then|after that)\s*", re.I)
 
 
@@ -62,6 +60,9 @@ def plan(model: ChatModel | None, question: str) -> Plan:
 
 def by_rules(question: str) -> Plan:
     text = question.strip()
+    joined = and_asked(text)  # "Compare two cells: how many …, and how many …?" asks twice
+    if joined:
+        return Plan(joined, "rules")
     match = COMPARE_EN.search(text)
     if match:
         a, b, topic = match.group(1), match.group(2), match.group(3)
@@ -72,11 +73,11 @@ def by_rules(question: str) -> Plan:
         a, b, topic = (group.strip() for group in match.groups())
         a = re.sub(r"^(请|帮我)?(比较|对比)(一下)?", "", a)
         return Plan((f"{a}的{topic}", f"{b}的{topic}"), "rules")
-    return Plan(said_apart(text) or and_asked(text) or (text,), "rules")
+    return Plan(said_apart(text) or (text,), "rules")
 
 
 def and_asked(question: str) -> tuple[str, ...]:
-    """An English question that joins a second one with ", and which …?" as two steps, the
+    """An English question that joins a second one with ", and which …?" (router.AND_ASKS) as two steps, the
     second with what the first is about ("In the zoo quick reference, what is the first date,
     and what was the rate on the last date?"); () when there is no such join."""
     if language_of(question) != "en":

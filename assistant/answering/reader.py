@@ -23,8 +23,9 @@ Whether the passages answer at all: the anchors are checked before (answering.ev
 then whether a Chinese name of the question that no passage holds is in no document of the
 collections at all (`unknown`, set by answering.modes.read: "台北市" in a table of the
 mainland's districts); then the share of the question's other words that no passage
-mentions (`absent`), against policy.READER_ABSENT_MAX for the question's language; and the
-best candidate's relevance (its overlap plus the embedder's lift, without anchors or rank:
+mentions (`absent`), against policy.READER_ABSENT_MAX for the question's language, unless a
+quote holds every number the question names (`Reading.pinned`); and the best candidate's
+relevance (its overlap plus the embedder's lift, without anchors or rank:
 `Reading.relevance`), against policy.READER_ANSWER_MIN.
 
 The answer a person reads is the best candidate with its neighbours (a row with the header
@@ -91,6 +92,17 @@ class Reading:
     @property
     def best(self) -> Candidate | None:
         return self.candidates[0] if self.candidates else None
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the question names numbers (a date, a row's figures) and one of the quotes
+        holds every one of them: it is the unit the question asks about, whatever words the
+        question says the rest with ("after carrying the last observation forward, what is the
+        value on 8 March 2005?")."""
+        numbers = [anchor for anchor in self.anchors if any(char.isdigit() for char in anchor)]
+        return bool(numbers) and any(
+            all(present(anchor, normalise(quote.window)) for anchor in numbers) for quote in self.quotes()
+        )
 
     @property
     def confidence(self) -> float:

@@ -42,11 +42,17 @@ CHAIN_ZH = re.compile(
     r"先.{1,60}?(再|然后|接着)|然后|比较|对比|区别|差异|异同|分别|各(有|自|是|为|用|要)|两者|二者|另外"
     r"|哪(个|一个|种|位|家|边)[^？?。]{0,16}更|哪(两|三|几)(个|种|项|条|位)"
 )
+# ", and which …?", ", and in what …?": a second question joined to the first (English); the
+# planner splits it there without a model (answering.planner.and_asked).
+AND_ASKS = re.compile(
+    r",\s+and\s+(?=(?:(?:in|on|at|by|for|from|with|to|under)\s+)?(?:what|which|how|who|whom|whose|when|where)\b)",
+    re.I,
+)
 CHAIN_EN = re.compile(
     r"\b(compare|comparison|difference|differences|differ|versus|vs\.?|and then|after that|then find|then list|"
     r"both|respectively|each of (the|them)|which is (better|cheaper|longer|shorter|larger|smaller)|"
     r"(which|what) (two|three|pair of))\b"
-    r"|, and (what|which|how|when|where|who)\b"
+    rf"|{AND_ASKS.pattern}"
     r"|\b(who|which|what)\b[^?]{0,60}\b(older|younger|larger|smaller|bigger|higher|lower|longer|shorter|more|less"
     r"|fewer|earlier|later|better|worse|cheaper|faster|slower)\b[^?]*\bor\b",
     re.I,

@@ -80,8 +80,6 @@ class Direct(AnswerStrategy):
         )
         draft.media.extend(draft.results.attachments)
         session.mark("retrieval")
-        yield Retrieved([preview(source.hit, draft.language, source) for source in draft.sources])
-        yield modes.stage(draft, "found", count=len(draft.sources))
         draft.trail.add(
             "retrieve",
             "found" if draft.sources else "nothing",
@@ -89,7 +87,9 @@ class Direct(AnswerStrategy):
             passages=len(draft.sources),
             media=len(draft.media),
         )
-        draft.lacking = self._check_anchors(draft)
+        draft.lacking = self._check_anchors(draft)  # may bring in a chunk of a passage's page
+        yield Retrieved([preview(source.hit, draft.language, source) for source in draft.sources])
+        yield modes.stage(draft, "found", count=len(draft.sources))
         if draft.lacking is not None:
             return
         if draft.cell is not None:
@@ -107,7 +107,9 @@ class Direct(AnswerStrategy):
 
     def _check_anchors(self, draft: Draft) -> list[str] | None:
         """What the question names that the passages lack (None when they hold it all); a
-        table cell whose table lacks it gives way to the plain passages first."""
+        table cell whose table lacks it gives way to the plain passages first, and a chunk
+        on a passage's page that holds what they lack comes in as the last passage
+        (evidence.beside)."""
         lacking = self.lacking_in(draft)
         if draft.cell is not None and lacking and draft.results is not None:
             # the question names more than the cell's table holds: as without it
@@ -116,6 +118,22 @@ class Direct(AnswerStrategy):
                 draft.sources = plain
                 lacking = self.lacking_in(draft)
         named = len(evidence.anchors(draft.session.question))
+        if lacking:
+            draft.sources, lacking, nearby = evidence.checked(
+                draft.session.question, draft.sources, draft.session.scope, draft.remembered
+            )
+        else:
+            nearby = None
+        if nearby is not None:
+            draft.trail.add(
+                "anchors",
+                "found",
+                "a chunk on a passage's page holds what the passages lack",
+                page=nearby.hit.page_number,
+                file=nearby.hit.document_name,
+            )
+            if nearby.hit.kind == "table" and settings.ANSWER_TABLE_CELLS:
+                draft.cell = cells.read(draft.session.question, draft.sources)
         if lacking:
             draft.trail.add("anchors", "decline", "near_miss", final=True, missing=", ".join(lacking), named=named)
             return lacking

@@ -199,6 +199,28 @@ def _stages(ranked: dict[str, list[tuple[int, float]]]) -> dict[int, dict[str, S
     return stages
 
 
+def on_pages(scope: Scope, page_ids: Sequence[int], exclude: Sequence[int] = ()) -> list[Hit]:
+    """The searchable chunks of these pages in the scope's versions, other than `exclude`, in
+    the order of `page_ids`, each page's tables first: what a passage's page says besides it
+    (a table's rows under its page's prose). Not ranked: no channel found them."""
+    if not page_ids or not scope.versions:
+        return []
+    chunks = (
+        Chunk.objects.filter(
+            page_id__in=list(page_ids),
+            searchable=True,
+            index_version_id__in=[version.pk for version in scope.versions],
+        )
+        .exclude(pk__in=list(exclude))
+        .select_related("document", "page")
+        .order_by("page_id", "ordinal")
+    )
+    place = {page: n for n, page in enumerate(dict.fromkeys(page_ids))}
+    # Stable: a page's tables first, then the rest in the page's order.
+    ordered = sorted(chunks, key=lambda chunk: (place[chunk.page_id], chunk.kind != Chunk.Kind.TABLE))
+    return [_hit(chunk, {}, 0.0, None, chunk.weight, 0.0) for chunk in ordered]
+
+
 def _hit(
     chunk: Chunk,
     stages: dict[str, Stage],

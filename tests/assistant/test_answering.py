@@ -118,6 +118,7 @@ ROUTE_CASES = [
     ("Falcon 和 Heron 各有多少个端口？", (), "multi_step"),
     ("Falcon 的保修期是多久？Heron 呢？", (), "multi_step"),
     ("How many ports does the Falcon have, and which Wi-Fi does it support?", (), "multi_step"),
+    ("What share of blocks allow a perfect path, and in what time can one be found?", (), "multi_step"),
     ("Who was hired earlier: the Shanghai or the Beijing office manager?", (), "multi_step"),
     ("Do both routers support Wi-Fi 6?", (), "multi_step"),
     ("Which two settings choose the main file and the program?", (), "multi_step"),
@@ -227,6 +228,24 @@ def test_without_a_model_a_second_question_joined_by_and_is_a_step_of_its_own():
         "which did 1.4.0 embed?",
     )
     assert planner.by_rules("What is the rate, and why?").steps == ("What is the rate, and why?",)
+    # A preposition before the second question word; a lead said before a colon.
+    assert planner.by_rules(
+        "In the SNP talk, what share of blocks allow a perfect path, and in what time can one be found?"
+    ).steps == (
+        "In the SNP talk, what share of blocks allow a perfect path?",
+        "In the SNP talk, in what time can one be found?",
+    )
+    assert planner.by_rules(
+        "Compare two cells of the survival vignette: how many subjects aged 70-79 are in the low group in "
+        "Table 1, and how many women aged 70-74 are in the low group in Table 2?"
+    ).steps == (
+        "Compare two cells of the survival vignette: how many subjects aged 70-79 are in the low group in Table 1?",
+        "Compare two cells of the survival vignette: how many women aged 70-74 are in the low group in Table 2?",
+    )
+    assert planner.by_rules("At 10:30, what is the rate, and which one is it?").steps == (
+        "At 10:30, what is the rate?",
+        "which one is it?",
+    )
 
 
 # -- citations and abstention ------------------------------------------------------------------

@@ -173,6 +173,22 @@ def test_a_reading_whose_question_is_mostly_unmentioned_is_unanswered():
     assert modes.unanswered(reader.read("How many days of leave?", [])) == "low_evidence"
 
 
+def test_a_quote_holding_every_number_the_question_names_is_not_declined_as_unmentioned():
+    from assistant.answering import modes
+
+    table = source(1, "R> m inrusd Junior\n2005-03-07 43.69 4618.05\n2005-03-08 43.69 4666.70", "zoo.pdf")
+    question = "After carrying the last observation forward, what is the Junior value on 8 March 2005?"
+    pinned = reader.read(question, [table])
+    assert pinned.absent > policy.READER_ABSENT_MAX["en"]
+    assert pinned.pinned
+    assert modes.unanswered(pinned) is None
+    # A date no quote holds, or no number at all: the words decide, as before.
+    other = reader.read(question.replace("8 March", "9 March"), [table])
+    assert not other.pinned
+    assert modes.unanswered(other) == "unmentioned"
+    assert not reader.read("After carrying the last observation forward, what is the Junior value?", [table]).pinned
+
+
 def test_a_chinese_question_is_declined_as_unmentioned_only_when_nothing_it_asks_is_said():
     from assistant.answering import modes
 

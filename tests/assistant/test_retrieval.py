@@ -550,3 +550,42 @@ def test_unknown_words_are_those_no_visible_document_mentions(corpus, alice, cha
     assert unknown(scope, []) == []
     # 报销 and 标准 are said, but never in one chunk as 报销标准 would be
     assert unknown(scope, ["报销标准", "住宿标准"]) == ["报销标准"]
+
+
+def test_a_chunk_beside_the_passages_is_read_only_within_the_scope(corpus, alice, charlie):
+    """A table's chunk on a passage's page comes in when the passages lack the row the
+    question names (evidence.checked); Charlie's scope does not read Alice's pages."""
+    from assistant.answering import evidence
+    from assistant.answering.types import Source
+    from assistant.retrieval.search import on_pages
+
+    ingest(
+        corpus,
+        {
+            "ages.md": "# Ages\n\nThe table below counts the subjects of the study by age group and sex. "
+            "Each subject was followed from the first visit to the end of the study or to death, whichever "
+            "came first, and was counted once in the group of the age reached at the first visit. Subjects "
+            "who moved away before the end of the study were counted until they moved, and the years they "
+            "were followed were added to the person-years of their group.\n\n"
+            "| age | women | men |\n|---|---|---|\n| (40,51] | 1200 | 1100 |\n| (51,62] | 40034 | 39012 |\n"
+        },
+    )
+    chunks = list(Chunk.objects.filter(document__name="ages.md", searchable=True).order_by("ordinal"))
+    prose = next(chunk for chunk in chunks if "(51,62]" not in chunk.text)
+    table = next(chunk for chunk in chunks if "(51,62]" in chunk.text)
+    found = search(alice, "subjects of the study by age group and sex", k=1)
+    assert found.hits[0].chunk_id == prose.pk
+    passages = (Source(1, found.hits[0]),)
+    question = "How many women are in the age group (51,62]?"
+    assert evidence.unsupported(question, passages) == ["51", "62"]
+    sources, lacking, nearby = evidence.checked(question, passages, scope_for(alice))
+    assert nearby is not None
+    assert nearby.hit.chunk_id == table.pk
+    assert [source.hit.chunk_id for source in sources] == [table.pk]  # in place of the last passage
+    assert lacking == []
+    # Not a row that holds only some of the numbers asked: (62,73] is on no row.
+    assert evidence.checked("How many women are aged (51,73]?", passages, scope_for(alice))[2] is None
+    # Charlie reads none of Alice's pages, whatever page ids he names.
+    assert on_pages(scope_for(charlie), [prose.page_id]) == []
+    assert evidence.checked(question, passages, scope_for(charlie)) == (passages, ["51", "62"], None)
+    assert [hit.chunk_id for hit in on_pages(scope_for(alice), [prose.page_id], exclude=[prose.pk])] == [table.pk]
