@@ -70,6 +70,15 @@ def main() -> None:
     parser.add_argument("--out", default="reader")
     parser.add_argument("--second", type=float, help="policy.READER_SECOND_SHARE for this run.")
     parser.add_argument("--embed", type=int, help="Candidates the embedder rescores (policy.READER_EMBED).")
+    parser.add_argument(
+        "--rerank", type=int, default=0, help="With --confirm: also judge each of the best N windows alone."
+    )
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="Also ask the local chat model whether the quotes answer (answering.modes.confirm_messages) "
+        "where the model-free gates let the evidence answer stand, and print each threshold's abstention.",
+    )
     args = parser.parse_args()
     collection = Collection.objects.get(pk=args.collection)
     user = default_user(collection)
@@ -91,6 +100,7 @@ def main() -> None:
             cell = cells.read(question.question, sources)
         cases.append((question, query, sources, cell, lacking))
     cache: dict[str, list[float]] = {}
+    judge = modes.registry.chat_model() if args.confirm else None
 
     def similarity(query: str, texts: Sequence[str]) -> list[float]:
         missing = [text for text in [f"q:{query}", *texts] if text not in cache and not text.startswith("q:")]
@@ -116,6 +126,50 @@ def main() -> None:
                     seconds = time.perf_counter() - started
                     why = "near_miss" if lacking else (modes.unanswered(reading) if cell is None else None)
                     language = language_of(question.question)
+                    confirmed: dict[str, Any] = {}
+                    if (
+                        judge is not None
+                        and timed
+                        and why is None
+                        and cell is None
+                        and reading.best is not None
+                        and modes.confirmable(query)
+                    ):
+                        began = time.perf_counter()
+                        messages = modes.confirm_messages(language, query, reading.quotes())
+                        confirmed = {
+                            "confirm": round(float(judge.yes_minus_no(messages)), 4),  # type: ignore[attr-defined]
+                            "confirm_s": round(time.perf_counter() - began, 3),
+                            "confirm_read": int(getattr(judge, "last_read", 0)),
+                        }
+                        if args.rerank:
+                            began = time.perf_counter()
+                            windows: list[reader.Candidate] = []
+                            for candidate in reading.candidates:
+                                if candidate.window not in {taken.window for taken in windows}:
+                                    windows.append(candidate)
+                                if len(windows) == args.rerank:
+                                    break
+                            scores = [
+                                float(judge.yes_minus_no(modes.confirm_messages(language, query, [candidate])))  # type: ignore[attr-defined]
+                                for candidate in windows
+                            ]
+                            top = max(range(len(windows)), key=lambda i: scores[i])
+                            judged_text = modes.evidence_text(language, query, [windows[top]])[0]
+                            confirmed |= {
+                                "rerank": round(scores[top], 4),
+                                "rerank_pick": top + 1,
+                                "rerank_s": round(time.perf_counter() - began, 3),
+                                "rerank_keys": float(key_coverage(judged_text, question.keys) == 1.0)
+                                if question.keys
+                                else None,
+                                "single_keys": float(
+                                    key_coverage(modes.evidence_text(language, query, windows[:1])[0], question.keys)
+                                    == 1.0
+                                )
+                                if question.keys
+                                else None,
+                            }
                     if cell is not None:
                         text = cell.sentence
                     else:
@@ -148,6 +202,7 @@ def main() -> None:
                             "adds": reading.best.figures.get("adds") if reading.best else None,
                             "overlap": reading.best.figures.get("overlap") if reading.best else None,
                             "evidence": text[:400],
+                            **confirmed,
                         }
                     )
             finally:
@@ -157,6 +212,8 @@ def main() -> None:
 
     measured = run(dict(policy.READER_WEIGHTS), timed=True)
     print_summary(measured["summary"])
+    if judge is not None:
+        measured["confirm"] = print_confirm(measured["rows"])
     out: dict[str, Any] = {"policy": measured}
     if args.grid:
         names = list(GRID)
@@ -206,6 +263,43 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unanswerable": sorted(row["relevance"] for row in passing if not row["answerable"]),
     }
     return out
+
+
+def print_confirm(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each threshold of the short judge: the abstention if the evidence answers it judges
+    below the threshold were declined too, and the keys those declines would cost."""
+    judged = [row for row in rows if "confirm" in row]
+    print(f"\nthe short judge on {len(judged)} evidence answers:")
+    for answerable in (True, False):
+        print(
+            "  answerable" if answerable else "  unanswerable",
+            sorted(row["confirm"] for row in judged if row["answerable"] == answerable),
+        )
+    seconds = [row["confirm_s"] for row in judged]
+    read = [row["confirm_read"] for row in judged]
+    if seconds:
+        print(
+            f"  seconds p50 {statistics.median(seconds):.2f} p95 {percentile(seconds, 95):.2f}, tokens read p50 "
+            f"{statistics.median(read):.0f} max {max(read)}"
+        )
+    table = []
+    print(f"  {'below':>6} {'abst. ok':>9} {'abst. no':>9} {'keys lost':>9}  by language ok/no")
+    for step in range(-10, 11, 1):
+        threshold = step / 10
+        pairs = [(bool(row["declined"]) or row.get("confirm", 1.0) < threshold, row) for row in rows]
+        ok = _mean(d for d, row in pairs if not row["answerable"])
+        no = _mean(d for d, row in pairs if row["answerable"])
+        lost = sum(1 for d, row in pairs if d and not row["declined"] and row["keys_all"])
+        by = {
+            lang: (
+                _mean(d for d, row in pairs if not row["answerable"] and row["lang"] == lang),
+                _mean(d for d, row in pairs if row["answerable"] and row["lang"] == lang),
+            )
+            for lang in ("en", "zh")
+        }
+        table.append({"below": threshold, "correct": ok, "false": no, "keys_lost": lost, "by_language": by})
+        print(f"  {threshold:>6.1f} {_shown(ok)} {_shown(no)} {lost:>9}  {by}")
+    return table
 
 
 def _mean(values: Any) -> float | None:

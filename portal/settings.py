@@ -441,7 +441,7 @@ ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
 # the model writing from them ("phrase"), or the model reading whole passages ("passages").
 # "auto": the local model's default, chosen by the public evaluation, and "passages" with a
 # remote model. In every mode the evidence is shown before any model work.
-ANSWER_MODE = env_choice("PORTAL_ANSWER_MODE", "auto", ("auto", "evidence", "choose", "phrase", "passages"))
+ANSWER_MODE = env_choice("PORTAL_ANSWER_MODE", "auto", ("auto", "evidence", "confirm", "choose", "phrase", "passages"))
 # What the model may read when it chooses or phrases (tokens of the chosen sentences), and
 # how long it may write before the evidence answer stands instead (seconds).
 ANSWER_MODEL_TOKENS = env_int("PORTAL_ANSWER_MODEL_TOKENS", 250, minimum=40)

@@ -4,6 +4,9 @@ where it adds value, on a budget (settings.ANSWER_MODE).
 - `evidence`: the evidence reader's quotes (answering.reader) are the answer, with a lead
   line in the question's language and their citations; no chat model at all (the router and
   the planner use their rules, a follow-up is searched with the earlier question).
+- `confirm`: the evidence answer, after the model, reading only its quotes and the question
+  (within settings.ANSWER_MODEL_TOKENS: one forward pass, nothing generated), says whether
+  they state the answer; below policy.CONFIRM_MIN it is declined instead. Local model only.
 - `choose`: the model reads the reader's best candidates, numbered, within
   settings.ANSWER_MODEL_TOKENS, and names the one that answers, or 0 for none, by
   constrained decoding (one forward pass, only those tokens allowed: it cannot copy a value
@@ -38,6 +41,7 @@ from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, Evide
 from assistant.answering.session import Draft
 from assistant.answering.types import Source
 from assistant.retrieval import lexical
+from assistant.retrieval.fusion import MEDIA_WORDS
 from assistant.retrieval.scope import Scope
 from common.language import Language
 from ingestion.terms import names
@@ -46,25 +50,27 @@ from providers.base import ChatMessage, ChatModel
 
 log = logging.getLogger(__name__)
 
-MODES = ("evidence", "choose", "phrase", "passages")
 # The mode of "auto" with the local model: picked by the public evaluation's figures
 # (bench/README.md, 2026-12-04).
 LOCAL_DEFAULT = "evidence"
+# What the model is asked in the modes that ask it without letting it write: constrained
+# decoding over numbers, or one yes/no (the local model can be asked both).
+ASKS = {"choose": "choice", "confirm": "yes_minus_no"}
 
 
 def mode_for(model: ChatModel | None) -> str:
     """The answer mode of this answer: settings.ANSWER_MODE, where "auto" is LOCAL_DEFAULT
     with the local model (one that can be constrained: it reads prompts slowly on the
-    portal's own cores) and `passages` with any other; `choose` needs a model that can be
-    constrained and is `passages` otherwise. `model` None: the configured chat model (made,
+    portal's own cores) and `passages` with any other; `choose` and `confirm` need a model
+    that can be constrained and are `passages` otherwise. `model` None: the configured chat model (made,
     not loaded)."""
     wanted = settings.ANSWER_MODE
-    if wanted not in ("auto", "choose"):
+    if wanted not in ("auto", *ASKS):
         return wanted
-    constrained = hasattr(model if model is not None else registry.chat_model(), "choice")
+    chosen = model if model is not None else registry.chat_model()
     if wanted == "auto":
-        return LOCAL_DEFAULT if constrained else "passages"
-    return wanted if constrained else "passages"
+        return LOCAL_DEFAULT if hasattr(chosen, ASKS["choose"]) else "passages"
+    return wanted if hasattr(chosen, ASKS[wanted]) else "passages"
 
 
 def needs_model(mode: str) -> bool:
@@ -202,6 +208,27 @@ def unanswered(reading: reader.Reading) -> str | None:
     return None
 
 
+def confirmed(draft: Draft, model: ChatModel, reading: reader.Reading) -> bool:
+    """Whether the model, reading only the quotes the evidence answer would show and the
+    question (`confirm_messages`), says they state the answer: its first token's P(yes) -
+    P(no) at least policy.CONFIRM_MIN. A model that cannot be asked so, or a question about a
+    picture (`confirmable`), lets the evidence stand."""
+    asked = getattr(model, "yes_minus_no", None)
+    if asked is None:
+        return True
+    if not confirmable(draft.query):
+        draft.trail.add("verify", "skipped", "a picture is found by what it shows, not by its description's words")
+        return True
+    score = round(float(asked(confirm_messages(draft.language, draft.query, reading.quotes()))), 3)
+    draft.session.mark("confirm")
+    read_tokens = int(getattr(model, "last_read", 0))
+    if score < policy.CONFIRM_MIN:
+        draft.trail.add("verify", "decline", "judge", final=True, p=score, read=read_tokens)
+        return False
+    draft.trail.add("verify", "held", "the model says the quotes state the answer", p=score, read=read_tokens)
+    return True
+
+
 def choose(draft: Draft, model: ChatModel, reading: reader.Reading) -> reader.Candidate | None:
     """The candidate the model names as the answer, or None when it names none (0) — by
     constrained decoding over the candidates' numbers within the token budget."""
@@ -240,6 +267,27 @@ def choose(draft: Draft, model: ChatModel, reading: reader.Reading) -> reader.Ca
         read=read_tokens,
     )
     return offered[index - 1]
+
+
+def confirmable(question: str) -> bool:
+    """Whether the short judge is asked about this question: not about a picture, whose
+    description's few words ("Photo. Shows: ladybug.") the model reads as not answering
+    (3 of the public evaluation's answerable picture questions), as `reader.absent` leaves
+    them out too."""
+    return not MEDIA_WORDS.search(question)
+
+
+def confirm_messages(language: Language, query: str, quotes: Sequence[reader.Candidate]) -> list[ChatMessage]:
+    """The short judge's prompt: the quotes the evidence answer would show (their windows,
+    within settings.ANSWER_MODEL_TOKENS) and the question, then prompts.CONFIRM_ASK. Its system
+    line is the same for every question, so the model reads it once per process."""
+    shown = within_budget(quotes)
+    lines = [f"{prompts.label(language, 'passages')}:", *(f"“{candidate.window}”" for candidate in shown)]
+    question = f"{prompts.label(language, 'question')}: {query}"
+    return [
+        ChatMessage("system", prompts.CONFIRM[language]),
+        ChatMessage("user", "\n".join([*lines, "", question, prompts.CONFIRM_ASK[language]])),
+    ]
 
 
 def within_budget(candidates: Sequence[reader.Candidate]) -> list[reader.Candidate]:
@@ -337,7 +385,16 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         )
         yield from writing.decline(draft, list(reading.unknown) if why == "unknown" else [])
         return
-    if draft.mode == "evidence":
+    if draft.mode == "confirm":
+        if model is None:
+            yield from draft.take_turn()
+            model = draft.model
+        assert model is not None
+        yield stage(draft, "verify")
+        if not confirmed(draft, model, reading):
+            yield from writing.decline(draft, [])
+            return
+    if draft.mode in ("evidence", "confirm"):
         draft.trail.add("decide", "answer", "the reader's quotes", final=True, quotes=len(reading.quotes()))
         yield from evidence_answer(draft, reading.quotes())
         return

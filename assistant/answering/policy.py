@@ -49,6 +49,17 @@ READER_MEMORY_MIN = 0.5
 # Below this best score the reader finds no evidence: the answer is declined as low evidence.
 READER_ANSWER_MIN = 0.0
 
+# --- The short judge (answering.modes.confirmed) --------------------------------------
+# Below this P(yes) - P(no) of the model reading the quotes alone, the evidence answer is
+# declined (mode `confirm`; not asked about a picture: modes.confirmable). Set with
+# bench/reader.py --confirm on the whole public set (2026-12-06, bench/README.md): at -0.6 it
+# declines 2 more of the 28 unanswerable questions (correct abstention 0.50 -> 0.57) and no
+# answerable one (false 0.075); at -0.2, 0.68 and 0.10; at 0.0, 0.71 and 0.16. Its "no" falls
+# mostly on answers that would be wrong (median P(yes) - P(no): 0.36 where the evidence holds
+# every key, 0.13 where it does not, -0.09 for unanswerable questions), but not apart enough
+# for a threshold to reach 0.75 with false declines under 0.08.
+CONFIRM_MIN = -0.6
+
 # --- The model's choice (answering.choose) --------------------------------------------
 CHOICE_NONE_MARGIN = 0.0  # "none" wins when its probability exceeds the best candidate's by this
 

@@ -100,6 +100,17 @@ JUDGE = {
     "en": "Do the passages above state the answer to this question? Reply only yes or no.",
 }
 
+# The short judge of the evidence answer (answering.modes.confirm): the model reads only the
+# reader's quotes and the question, and its first token's P(yes) - P(no) keeps or declines it.
+CONFIRM = {
+    "zh": "你判断一段文档原文是否回答了一个问题。只回答 yes 或 no。",
+    "en": "You judge whether a quote from the documents answers a question. Reply only yes or no.",
+}
+CONFIRM_ASK = {
+    "zh": "这段原文是否直接给出了这个问题的答案？",
+    "en": "Does the quote state the answer to this question?",
+}
+
 # What the model says when the documents do not hold the answer (see ANSWER), and other
 # ways small models say the same; an answer that cites nothing and says one of these abstains.
 NO_ANSWER = {"zh": "文档中没有找到答案。", "en": "The documents do not contain the answer."}

@@ -9,6 +9,8 @@ from assistant.retrieval.types import Hit
 
 Strategy = Literal["direct", "rewrite", "multi_step"]
 STRATEGIES: tuple[Strategy, ...] = ("direct", "rewrite", "multi_step")
+# How an answer is made once its passages are found (answering.modes; PORTAL_ANSWER_MODE).
+MODES = ("evidence", "confirm", "choose", "phrase", "passages")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from assistant.answering.types import MODES
 from assistant.memory.service import MemoryItem
 from assistant.models import Conversation, Message
 from assistant.retrieval.types import CHANNELS, Hit
@@ -184,7 +185,7 @@ class AskResponseSerializer(serializers.Serializer[dict[str, Any]]):
         "(one per step in a multi-step answer). Empty for a near miss.",
     )
     mode = serializers.ChoiceField(
-        choices=["evidence", "choose", "phrase", "passages"],
+        choices=list(MODES),
         help_text="How the answer was made (PORTAL_ANSWER_MODE).",
     )
     decisions = DecisionSerializer(many=True, help_text="Every decision the answer made, in order.")

@@ -702,6 +702,34 @@ def test_the_model_chooses_among_the_candidates_or_none(policies, alice, setting
     assert [d["reason"] for d in declined["decisions"] if d["final"]] == ["model_none"]
 
 
+def test_the_model_confirms_the_evidence_answer_or_declines_it(policies, alice, settings):
+    """`confirm`: the model reads only the quotes the evidence answer shows and the question
+    (within the token budget), and its yes/no keeps the answer or declines it, on record."""
+    settings.ANSWER_MODE = "confirm"
+    question = "未休完的年假可以累积吗？"
+    kept_by = JudgedChat(judge=0.9, answer="unused")
+    kept = collect(answer_events(start(alice, question, collection_ids=[policies.pk]), model=kept_by))
+    assert kept["mode"] == "confirm"
+    assert kept["abstain"] is False
+    assert "最多累积五天" in kept["answer"]
+    ((kind, seen),) = kept_by.asked
+    assert kind == "judge"
+    assert "最多累积五天" in seen
+    assert question in seen
+    assert passages_tokens(seen) <= settings.ANSWER_MODEL_TOKENS + 40  # the question and the ask
+    held = [d for d in kept["decisions"] if d["stage"] == "verify"]
+    assert [(d["outcome"], d["figures"]["p"]) for d in held] == [("held", 0.9)]
+    assert [(d["stage"], d["outcome"]) for d in kept["decisions"] if d["final"]] == [("decide", "answer")]
+    assert kept["evidence"]  # the quote was shown before the model was asked
+    declined = collect(
+        answer_events(start(alice, question, collection_ids=[policies.pk]), model=JudgedChat(judge=-0.8, answer=""))
+    )
+    assert declined["abstain"] is True
+    assert declined["citations"] == []
+    assert declined["closest"]
+    assert [(d["stage"], d["reason"]) for d in declined["decisions"] if d["final"]] == [("verify", "judge")]
+
+
 # -- odd questions and hostile documents ------------------------------------------------------
 
 ODD_QUESTIONS = [

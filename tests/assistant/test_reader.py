@@ -220,3 +220,12 @@ def test_the_names_of_a_chinese_question_are_its_people_and_places():
     assert names("台北市的行政区划代码和经纬度是多少？") == ["台北市"]
     assert "鲁迅" in names("取自鲁迅《祝福》的那一份一共有多少段？")
     assert names("常住人口是多少？ KiCad 2020") == []  # no Latin names, no numbers
+
+
+def test_the_short_judge_is_not_asked_about_a_picture():
+    from assistant.answering import modes
+
+    assert modes.confirmable("未休完的年假可以累积吗？")
+    assert modes.confirmable("Which octal code gives the infinity sign?")
+    assert not modes.confirmable("Show me the photo of a kitten.")
+    assert not modes.confirmable("找一张绿色公交车的照片。")

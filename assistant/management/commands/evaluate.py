@@ -45,6 +45,7 @@ from django.utils import timezone
 
 from assistant.answering import pipeline as answering
 from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer_summary, decision_shares, settled_by
+from assistant.answering.types import MODES
 from assistant.models import Conversation
 from assistant.retrieval.evaluation import (
     METRICS,
@@ -96,7 +97,7 @@ class Command(BaseCommand):
         parser.add_argument("--subset", choices=["ci"], help="Only the questions (and files) marked for CI.")
         parser.add_argument(
             "--mode",
-            choices=["auto", "evidence", "choose", "phrase", "passages"],
+            choices=["auto", *MODES],
             help="With --answers: how answers are made (PORTAL_ANSWER_MODE) for this run.",
         )
 
