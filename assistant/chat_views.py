@@ -200,6 +200,7 @@ def _strings() -> dict[str, Any]:
         "mode": _("How the answer was made: %(mode)s"),
         "modes": {
             "evidence": _("quoting the evidence"),
+            "confirm": _("quoting the evidence the model confirmed"),
             "choose": _("the model chose among the quotes"),
             "phrase": _("the model phrased the evidence"),
             "passages": _("the model read the passages"),

@@ -437,7 +437,8 @@ ANSWER_JUDGE: float | None = None if _judge == "off" else env_float("PORTAL_ANSW
 ANSWER_TABLE_CELLS = env_bool("PORTAL_ANSWER_TABLE_CELLS", True)
 ANSWER_MAX_TOKENS = env_int("PORTAL_ANSWER_MAX_TOKENS", 400, minimum=16)
 # How an answer is made once its passages are found (assistant/answering/modes.py): from the
-# evidence reader's quotes alone ("evidence"), the model choosing among them ("choose"),
+# evidence reader's quotes alone ("evidence"), the same once the model, reading only them, says
+# they answer ("confirm"), the model choosing among them ("choose"),
 # the model writing from them ("phrase"), or the model reading whole passages ("passages").
 # "auto": the local model's default, chosen by the public evaluation, and "passages" with a
 # remote model. In every mode the evidence is shown before any model work.
