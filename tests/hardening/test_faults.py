@@ -282,7 +282,9 @@ def test_a_document_indexed_across_a_server_restart_ends_ready(outage, server, n
         return outage.pg.query("SELECT status FROM knowledge_document WHERE id = %s", (document,))[0][0] == "ready"
 
     wait_for(ready, 150, "the document to be ready", worker_log)
-    assert outage.runs(document)[-1][0] == "succeeded"
+    # The run is marked succeeded just after the document is marked ready (its profile is
+    # written between the two): wait for it to settle, then check how it ended.
+    assert outage.wait_ready(document, 30)[-1][0] == "succeeded"
     assert outage.pg.query("SELECT page_count FROM knowledge_document WHERE id = %s", (document,)) == [(8,)]
     (searchable,) = outage.pg.query(
         "SELECT count(DISTINCT page_id) FROM knowledge_chunk WHERE document_id = %s AND searchable", (document,)
