@@ -95,7 +95,8 @@ def main() -> None:
         )  # only the earlier questions matter to the search
         query = router.with_topic(question.question, history) if history else question.question
         _results, sources, cell = cells.search_with_cell(user, query, scope, media=media_intent(question.question))
-        sources, lacking, nearby = evidence.checked(question.question, sources, scope)
+        lacking = evidence.unsupported(question.question, sources) if sources else []
+        sources, lacking, nearby = evidence.checked(question.question, sources, scope, lacking)
         if nearby is not None and nearby.hit.kind == "table":  # as answering.strategies.Direct reads it
             cell = cells.read(question.question, sources)
         cases.append((question, query, sources, cell, lacking))

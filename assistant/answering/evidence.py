@@ -77,6 +77,12 @@ def anchors(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def numbered(anchor: str) -> bool:
+    """Whether an anchor is a number, a date, a version or anything else with a digit: it must
+    be in the passages themselves, where a name may be anywhere in their documents."""
+    return DIGITS.search(anchor) is not None
+
+
 def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
     if any(char.isdigit() for char in token):
         return True
@@ -92,8 +98,9 @@ def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
 def present(anchor: str, text: str) -> bool:
     """Whether `text` (normalised) holds the anchor. A date in any form (11 March 2005 is
     2005-03-11 and 2005年3月11日: values.dates), not its day and year apart. A version, a
-    year or any number of three digits or more must be there as a whole number ("6.0" is not in "16.04" nor in a 6 and a
-    0 on the page; any dash: values.number_in); an option or a command (`-9`, `--best`,
+    year or any number of three digits or more must be there as a whole number ("6.0" is
+    not in "16.04" nor in a 6 and a 0 on the page; any dash: values.number_in); an option or
+    a command (`-9`, `--best`,
     `\\hline`) as a whole token, its leading dashes any dash ("-9" is not in "-90" nor in
     "2-9"); a short number or a word with digits needs its digit runs (70-79 holds if 70 and
     79 are there; a day "8" in 2005-03-08); words joined by slashes may be joined otherwise
@@ -159,7 +166,7 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
     `also`: more texts the answer may rest on (what the portal remembers about the user)."""
     # A passage's document name and headings count as said there: "manual.md" is found.
     lacking = missing(question, [*also, *(said(source.hit) for source in sources)])
-    names = [anchor for anchor in lacking if not DIGITS.search(anchor)]
+    names = [anchor for anchor in lacking if not numbered(anchor)]
     if not names:
         return lacking
     pages = Page.objects.filter(document_id__in={source.hit.document_id for source in sources})
@@ -169,20 +176,21 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
 
 
 def checked(
-    question: str, sources: Sequence[Source], scope: Scope, also: Sequence[str] = ()
+    question: str, sources: Sequence[Source], scope: Scope, lacking: Sequence[str], also: Sequence[str] = ()
 ) -> tuple[tuple[Source, ...], list[str], Source | None]:
-    """The passages, the question's anchors they do not support (`unsupported`), and the
-    chunk brought in: where they lack some, a chunk on the page of one of them (the
-    best-ranked first) that holds every one they lack, and every number the question names
-    (the row it asks about holds them all: "13" alone on a page about level 10 is not it),
-    comes in as the last passage, in place of the last one (`beside`), and they are checked
-    again."""
+    """The passages, the question's anchors they do not support, and the chunk brought in,
+    from the anchors they were found to lack (`unsupported`, with the texts `also` counted):
+    where they lack some, a chunk on the page of one of them (the best-ranked first) that
+    holds every one they lack, and every number the question names (the row it asks about
+    holds them all: "13" alone on a page about level 10 is not it), comes in as the last
+    passage, in place of the last one (`beside`), and they are checked again."""
     sources = tuple(sources)
-    lacking = unsupported(question, sources, also) if sources else []
-    numbers = [anchor for anchor in anchors(question) if DIGITS.search(anchor)]
-    nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])) if lacking else [])
+    if not lacking:
+        return sources, [], None
+    numbers = [anchor for anchor in anchors(question) if numbered(anchor)]
+    nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])))
     if nearby is None:
-        return sources, lacking, None
+        return sources, list(lacking), None
     sources = (*sources[:-1], nearby)
     return sources, unsupported(question, sources, also), nearby
 

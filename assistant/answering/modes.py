@@ -41,7 +41,7 @@ from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, Evide
 from assistant.answering.session import Draft
 from assistant.answering.types import Source
 from assistant.retrieval import lexical
-from assistant.retrieval.fusion import MEDIA_WORDS
+from assistant.retrieval.fusion import media_intent
 from assistant.retrieval.scope import Scope
 from common.language import Language
 from ingestion.terms import names
@@ -62,8 +62,8 @@ def mode_for(model: ChatModel | None) -> str:
     """The answer mode of this answer: settings.ANSWER_MODE, where "auto" is LOCAL_DEFAULT
     with the local model (one that can be constrained: it reads prompts slowly on the
     portal's own cores) and `passages` with any other; `choose` and `confirm` need a model
-    that can be constrained and are `passages` otherwise. `model` None: the configured chat model (made,
-    not loaded)."""
+    that can be constrained and are `passages` otherwise. `model` None: the configured chat
+    model (made, not loaded)."""
     wanted = settings.ANSWER_MODE
     if wanted not in ("auto", *ASKS):
         return wanted
@@ -274,7 +274,7 @@ def confirmable(question: str) -> bool:
     description's few words ("Photo. Shows: ladybug.") the model reads as not answering
     (3 of the public evaluation's answerable picture questions), as `reader.absent` leaves
     them out too."""
-    return not MEDIA_WORDS.search(question)
+    return not media_intent(question)
 
 
 def confirm_messages(language: Language, query: str, quotes: Sequence[reader.Candidate]) -> list[ChatMessage]:

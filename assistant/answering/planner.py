@@ -77,8 +77,8 @@ def by_rules(question: str) -> Plan:
 
 
 def and_asked(question: str) -> tuple[str, ...]:
-    """An English question that joins a second one with ", and which …?" (router.AND_ASKS) as two steps, the
-    second with what the first is about ("In the zoo quick reference, what is the first date,
+    """An English question that joins a second one with ", and which …?" (router.AND_ASKS)
+    as two steps, the second with what the first is about ("In the zoo quick reference, what is the first date,
     and what was the rate on the last date?"); () when there is no such join."""
     if language_of(question) != "en":
         return ()
@@ -119,7 +119,7 @@ def _with_names(first: str, step: str) -> str:
 
 def _names(text: str) -> list[str]:
     """The anchors of `text` that are names, not numbers."""
-    return [anchor for anchor in evidence.anchors(text) if not any(char.isdigit() for char in anchor)]
+    return [anchor for anchor in evidence.anchors(text) if not evidence.numbered(anchor)]
 
 
 def _parse_steps(raw: str) -> tuple[str, ...]:

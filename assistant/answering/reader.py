@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.answering import passages, policy
-from assistant.answering.evidence import COMMON, anchors, present
+from assistant.answering.evidence import COMMON, anchors, numbered, present
 from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise
@@ -99,7 +99,7 @@ class Reading:
         holds every one of them: it is the unit the question asks about, whatever words the
         question says the rest with ("after carrying the last observation forward, what is the
         value on 8 March 2005?")."""
-        numbers = [anchor for anchor in self.anchors if any(char.isdigit() for char in anchor)]
+        numbers = [anchor for anchor in self.anchors if numbered(anchor)]
         return bool(numbers) and any(
             all(present(anchor, normalise(quote.window)) for anchor in numbers) for quote in self.quotes()
         )

@@ -118,12 +118,9 @@ class Direct(AnswerStrategy):
                 draft.sources = plain
                 lacking = self.lacking_in(draft)
         named = len(evidence.anchors(draft.session.question))
-        if lacking:
-            draft.sources, lacking, nearby = evidence.checked(
-                draft.session.question, draft.sources, draft.session.scope, draft.remembered
-            )
-        else:
-            nearby = None
+        draft.sources, lacking, nearby = evidence.checked(
+            draft.session.question, draft.sources, draft.session.scope, lacking, draft.remembered
+        )
         if nearby is not None:
             draft.trail.add(
                 "anchors",

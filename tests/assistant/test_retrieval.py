@@ -577,15 +577,18 @@ def test_a_chunk_beside_the_passages_is_read_only_within_the_scope(corpus, alice
     assert found.hits[0].chunk_id == prose.pk
     passages = (Source(1, found.hits[0]),)
     question = "How many women are in the age group (51,62]?"
-    assert evidence.unsupported(question, passages) == ["51", "62"]
-    sources, lacking, nearby = evidence.checked(question, passages, scope_for(alice))
+    lacking = evidence.unsupported(question, passages)
+    assert lacking == ["51", "62"]
+    sources, lacking, nearby = evidence.checked(question, passages, scope_for(alice), lacking)
     assert nearby is not None
     assert nearby.hit.chunk_id == table.pk
     assert [source.hit.chunk_id for source in sources] == [table.pk]  # in place of the last passage
     assert lacking == []
     # Not a row that holds only some of the numbers asked: (62,73] is on no row.
-    assert evidence.checked("How many women are aged (51,73]?", passages, scope_for(alice))[2] is None
+    other = "How many women are aged (51,73]?"
+    assert evidence.checked(other, passages, scope_for(alice), evidence.unsupported(other, passages))[2] is None
     # Charlie reads none of Alice's pages, whatever page ids he names.
     assert on_pages(scope_for(charlie), [prose.page_id]) == []
-    assert evidence.checked(question, passages, scope_for(charlie)) == (passages, ["51", "62"], None)
+    assert evidence.checked(question, passages, scope_for(charlie), ["51", "62"]) == (passages, ["51", "62"], None)
+    assert evidence.checked(question, passages, scope_for(alice), []) == (passages, [], None)  # nothing lacking
     assert [hit.chunk_id for hit in on_pages(scope_for(alice), [prose.page_id], exclude=[prose.pk])] == [table.pk]
