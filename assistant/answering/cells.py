@@ -12,7 +12,10 @@ before.
 
 Words are compared case-folded and width-folded; a trailing plural s is dropped; numbers
 split at dashes and commas, so "aged 60 to 69" names the row "60–69" and "(73,84]" the row
-"(73,84]". A word weighs by how few of the table's cells it names (a word in every label,
+"(73,84]". A word joined to another by a hyphen is one word in a row header, which names a
+thing ("git" does not name the package "git-buildpackage"), and also its parts in a column
+header, which describes ("the hurdle model" names the column "Hurdle-NB").
+A word weighs by how few of the table's cells it names (a word in every label,
 such as the table's title, weighs nothing). Sexes, the usual dimension of a statistical
 table, are one word whatever they are written as (men, male, M, 男性); so are bounds
 (< 3.38, below 3.38, 低于 3.38), and a few other labels of statistical tables in Chinese
@@ -43,6 +46,7 @@ CANDIDATES = 10  # hits searched for a cell: the fused ones after the passages, 
 TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
+COMPOUND = re.compile(r"(?<=[a-z])-(?=[a-z])")  # git-buildpackage, zero-augmented; not 60-69
 # Written forms of the same label: a Chinese question about an English statistical table
 # names its usual labels in Chinese (sexes, controls and cases, totals, bounds, ages, means).
 # Longest first, since they are replaced inside runs of characters.
@@ -157,13 +161,16 @@ def read(question: str, sources: Sequence[Source]) -> Cell | None:
     return best
 
 
-def words(text: str) -> set[str]:
-    """The words of a question or a label, folded as this module compares them."""
+def words(text: str, parts: bool = False) -> set[str]:
+    """The words of a question or a label, folded as this module compares them; a hyphenated
+    compound is one word, and with `parts` its parts too."""
     text = normalise(text)
     for written, said in (*CHINESE, *SIGNS):
         text = text.replace(written, said)
+    if parts:
+        text = f"{text} {COMPOUND.sub(' ', text)}"
     found = set()
-    for word in WORD.findall(text):
+    for word in WORD.findall(COMPOUND.sub("_", text)):
         word = word.strip(".")
         if (len(word) < 2 and not word.isdigit() and word not in ENGLISH) or word in COMMON:
             continue
@@ -195,9 +202,10 @@ def _scored(wanted: set[str], cells: Sequence[Cell]) -> list[tuple[float, frozen
     column path's words, each weighing log(cells / cells naming it); a word every cell names
     names nothing. A cell counts only when the question names its row (a table's only row
     too: a column alone is not enough) and its column (where the table has more than one)."""
-    said = {label: words(label) for label in {cell.row for cell in cells} | {cell.column for cell in cells}}
-    rows = [said[cell.row] for cell in cells]
-    columns = [said[cell.column] for cell in cells]
+    row_words = {label: words(label) for label in {cell.row for cell in cells}}
+    column_words = {label: words(label, parts=True) for label in {cell.column for cell in cells}}
+    rows = [row_words[cell.row] for cell in cells]
+    columns = [column_words[cell.column] for cell in cells]
     total = len(cells)
     weight: dict[str, float] = {}
     for word in wanted:

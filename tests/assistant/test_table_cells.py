@@ -131,3 +131,15 @@ def test_a_table_found_twice_is_read_once():
     assert cell is not None
     assert cell.value == "24359.1"
     assert [source.hit.chunk_id for source in sources] == [1, 2, 3, 5]
+
+
+def test_a_row_header_joined_by_a_hyphen_is_one_name():
+    header = ["软件包", "流行度", "大小"]
+    packages = table([header, ["git-buildpackage", "V:1, I:10", "7351"], ["debhelper", "V:50, I:200", "900"]], 1)
+    kernel = table([header, ["git", "V:300, I:500", "46412"], ["gcc", "V:70, I:400", "36"]], 1)
+    # "git" names the row "git", not the package "git-buildpackage".
+    assert value("git 软件包的大小是多少？", packages) is None
+    assert value("git 软件包的大小是多少？", packages, kernel) == "46412"
+    assert value("What is the size of git-buildpackage?", packages, kernel) == "7351"
+    # A column header's compound still names its parts: "the hurdle model" is "Hurdle-NB".
+    assert value("What AIC does the hurdle model have?", table(COUNTREG, 4)) == "24210.1"
