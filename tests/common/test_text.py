@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from common.language import language_of
-from common.text import CJK, TOKEN, cjk_count, cjk_pairs, is_cjk, unmarked
+from common.text import CJK, TOKEN, cjk_count, cjk_pairs, is_cjk, unmarked, without_leaders
 
 
 @pytest.mark.parametrize(
@@ -67,3 +67,16 @@ def test_a_token_keeps_its_dashes_and_stops_at_a_chinese_character(text, tokens)
 )
 def test_a_markdown_source_is_read_without_its_emphasis_and_escapes(markdown, seen):
     assert unmarked(markdown) == seen
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("1.1 Introduction . . . . . . . . . . 3", "1.1 Introduction … 3"),
+        ("\\rmfamily ......................... 55, 79, 80", "\\rmfamily … 55, 79, 80"),
+        ("第一章 安装 ·········· 12", "第一章 安装 … 12"),
+        ("and so on... v1.2.3.4 at 3.14", "and so on... v1.2.3.4 at 3.14"),  # three dots and versions stay
+    ],
+)
+def test_dotted_leaders_are_said_as_one_ellipsis(text, read):
+    assert without_leaders(text) == read
