@@ -37,7 +37,7 @@ from assistant.answering.evidence import COMMON
 from assistant.answering.types import Source
 from assistant.answering.values import normalise
 from assistant.retrieval.scope import Scope
-from assistant.retrieval.search import search
+from assistant.retrieval.search import on_pages, search
 from assistant.retrieval.types import Hit, SearchResults
 from common.text import cjk_pairs
 from portal.typing import AnyUser
@@ -102,16 +102,24 @@ def search_with_cell(
 ) -> tuple[SearchResults, tuple[Source, ...], Cell | None]:
     """A direct question's search, its passages, and the one cell it names (None with
     PORTAL_ANSWER_TABLE_CELLS off). The cell is read among the passages, the next fused hits
-    and the tables among the lexical channel's best: a table's row sentences say the words of
-    a cell question, while the fusion may rank the page's prose above them (one lexical query
-    more, no embedding, no reranking)."""
+    and the tables among the lexical channel's best, and where none is named there, also
+    among the tables on the passages' own pages: a table's row sentences say the words of a
+    cell question, while the fusion may rank the page's prose, or the table's caption, above
+    them (a lexical query and a query of the passages' pages more, no embedding, no
+    reranking)."""
     if not settings.ANSWER_TABLE_CELLS:
         results = search(user, query, scope=scope, k=settings.ANSWER_SOURCES, media=media)
         return results, sources_of(results.hits), None
     beyond = max(CANDIDATES - settings.ANSWER_SOURCES, 0)
     results = search(user, query, scope=scope, k=settings.ANSWER_SOURCES, media=media, beyond=beyond)
     lexical = search(user, query, scope=scope, k=CANDIDATES, channels=("lexical",), rerank=False, media=False)
-    sources, cell = with_cell(query, results.hits, [*results.later, *lexical.hits])
+    later = [*results.later, *lexical.hits]
+    sources, cell = with_cell(query, results.hits, later)
+    if cell is None:  # only then: a page's other tables also name cells, and more cells tie more often
+        pages, found = [hit.page_id for hit in results.hits], [hit.chunk_id for hit in results.hits]
+        beside = [hit for hit in on_pages(scope, pages, exclude=found) if hit.kind == "table"]
+        if beside:
+            sources, cell = with_cell(query, results.hits, [*later, *beside])
     return results, sources, cell
 
 

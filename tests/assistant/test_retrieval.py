@@ -592,3 +592,33 @@ def test_a_chunk_beside_the_passages_is_read_only_within_the_scope(corpus, alice
     assert evidence.checked(question, passages, scope_for(charlie), ["51", "62"]) == (passages, ["51", "62"], None)
     assert evidence.checked(question, passages, scope_for(alice), []) == (passages, [], None)  # nothing lacking
     assert [hit.chunk_id for hit in on_pages(scope_for(alice), [prose.page_id], exclude=[prose.pk])] == [table.pk]
+
+
+def test_a_cell_is_read_from_a_table_on_a_passages_own_page(corpus, alice, charlie, settings, monkeypatch, tmp_path):
+    """A table whose caption is a passage but whose own chunk ranks under every other
+    candidate is read for the cell the question names (answering.cells.search_with_cell looks
+    at the passages' own pages, within the scope); Charlie's scope finds neither."""
+    from docx import Document
+
+    from assistant.answering import cells
+
+    document = Document()
+    document.add_heading("Programs", level=1)
+    document.add_paragraph("Table 1.1 lists the text mode programs worth installing on a new system.")
+    grid = document.add_table(rows=3, cols=3)
+    for row, cells_of in zip(grid.rows, [("package", "popularity", "size"), ("mc", "V:54", "1482"), ("vim", "V:97", "3570")]):
+        for cell, text in zip(row.cells, cells_of):
+            cell.text = text
+    document.save(str(tmp_path / "programs.docx"))
+    ingest_one(corpus, "programs.docx", (tmp_path / "programs.docx").read_bytes())
+    settings.ANSWER_SOURCES = 1
+    monkeypatch.setattr(cells, "CANDIDATES", 1)  # no later hit and one lexical one: only the page's own tables
+    table = Chunk.objects.get(document__name="programs.docx", kind="table", searchable=True)
+    question = "Table 1.1 lists the text mode programs worth installing: what is the size of mc?"
+    results, sources, cell = cells.search_with_cell(alice, question, scope_for(alice))
+    assert table.pk not in {hit.chunk_id for hit in [*results.hits, *results.later]}
+    assert cell is not None
+    assert (cell.row, cell.column, cell.value) == ("mc, V:54", "size", "1482")
+    assert [source.hit.chunk_id for source in sources] == [table.pk]  # in place of the last passage
+    _results, sources, cell = cells.search_with_cell(charlie, question, scope_for(charlie))
+    assert (sources, cell) == ((), None)
