@@ -606,8 +606,9 @@ def test_a_cell_is_read_from_a_table_on_a_passages_own_page(corpus, alice, charl
     document.add_heading("Programs", level=1)
     document.add_paragraph("Table 1.1 lists the text mode programs worth installing on a new system.")
     grid = document.add_table(rows=3, cols=3)
-    for row, cells_of in zip(grid.rows, [("package", "popularity", "size"), ("mc", "V:54", "1482"), ("vim", "V:97", "3570")]):
-        for cell, text in zip(row.cells, cells_of):
+    rows = [("package", "popularity", "size"), ("mc", "V:54", "1482"), ("vim", "V:97", "3570")]
+    for row, said in zip(grid.rows, rows, strict=True):
+        for cell, text in zip(row.cells, said, strict=True):
             cell.text = text
     document.save(str(tmp_path / "programs.docx"))
     ingest_one(corpus, "programs.docx", (tmp_path / "programs.docx").read_bytes())

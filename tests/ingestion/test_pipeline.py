@@ -463,10 +463,12 @@ def test_a_batch_is_written_when_full_or_when_its_first_page_has_waited(
 
 
 def test_a_contents_page_is_stored_as_written_and_embedded_without_its_leaders(db, private_collection, embedder):
-    contents = "# Contents\n\n" + "\n".join(f"{n}. Chapter {n} . . . . . . . . . . . . . . . {n * 7}" for n in range(1, 6))
+    lines = [f"{n}. Chapter {n} . . . . . . . . . . . . . . . {n * 7}" for n in range(1, 6)]
+    contents = "# Contents\n\n" + "\n".join(lines)
     _document, run = add(private_collection, "contents.md", contents.encode())
     assert run_it(run, embedder) is not None
-    stored = " ".join(Chunk.objects.filter(page__document__collection=private_collection).values_list("text", flat=True))
+    chunks = Chunk.objects.filter(page__document__collection=private_collection)
+    stored = " ".join(chunks.values_list("text", flat=True))
     assert "Chapter 3 . . . . . . . . . . . . . . . 21" in stored
     embedded = " ".join(text for texts, _vectors in embedder.batches for text in texts)
     assert "Chapter 3 … 21" in embedded
