@@ -100,9 +100,8 @@ def present(anchor: str, text: str) -> bool:
     2005-03-11 and 2005年3月11日: values.dates), not its day and year apart. A version, a
     year or any number of three digits or more must be there as a whole number ("6.0" is
     not in "16.04" nor in a 6 and a 0 on the page; any dash: values.number_in); an option or
-    a command (`-9`, `--best`,
-    `\\hline`) as a whole token, its leading dashes any dash ("-9" is not in "-90" nor in
-    "2-9"); a short number or a word with digits needs its digit runs (70-79 holds if 70 and
+    a command (`-9`, `--best`, `\\hline`) as a whole token, its leading dashes any dash ("-9"
+    is not in "-90" nor in "2-9"); a short number or a word with digits needs its digit runs (70-79 holds if 70 and
     79 are there; a day "8" in 2005-03-08); words joined by slashes may be joined otherwise
     (INR/USD is the variable inrusd); anything else its words as written (case aside). A
     Markdown source counts as its reader sees it too: `**\\-9**` and `foo\\_bar` hold -9 and

@@ -78,8 +78,9 @@ def by_rules(question: str) -> Plan:
 
 def and_asked(question: str) -> tuple[str, ...]:
     """An English question that joins a second one with ", and which …?" (router.AND_ASKS)
-    as two steps, the second with what the first is about ("In the zoo quick reference, what is the first date,
-    and what was the rate on the last date?"); () when there is no such join."""
+    as two steps, the second with what the first is about ("In the zoo quick reference, what
+    is the first date, and what was the rate on the last date?"); () when there is no such
+    join."""
     if language_of(question) != "en":
         return ()
     parts = AND_ASKS.split(question.strip(), maxsplit=1)
