@@ -72,12 +72,16 @@ def stack(folder, request) -> int:
 
 def ended_run(page, number: int) -> str:
     """The text of the runs table once `number` runs are shown and none is still going: the
-    page reloads itself when a run ends (sources.js), so this waits on the page alone."""
+    page reloads itself when a run ends (sources.js), so this waits on the page alone. The
+    row that sources.js marks ended in place, just before it reloads, still holds its progress
+    bar: only the reloaded page, drawn by the server, counts, or the rows read next could be
+    read while the page is being replaced."""
     page.wait_for_function(
         """(number) => {
             const rows = document.querySelectorAll('#sync-runs tr[data-run]');
-            return rows.length === number
-                && [...rows].every((row) => ['succeeded', 'failed'].includes(row.dataset.status));
+            return document.readyState === 'complete' && rows.length === number
+                && [...rows].every((row) => ['succeeded', 'failed'].includes(row.dataset.status)
+                    && row.querySelector('progress') === null);
         }""",
         arg=number,
         timeout=45_000,
