@@ -15,8 +15,9 @@ Anchors are tokens a person would not paraphrase: anything with a digit (a date 
 anchor, in any form: 11 March 2005 is 2005-03-11); identifiers
 (`package.cron.yearly`, `--output`, `\\today`, `GNUPLOT_LIB`); words with a capital inside
 or all in capitals (TeXworks, FLC); capitalised words inside an English sentence (names:
-Gene Wilder); Latin words in a Chinese question (SnowNLP, KiCad); titles in 《》. Ordinary
-words are never anchors: a question may word them otherwise than the document.
+Gene Wilder); Latin words in a Chinese question (SnowNLP, KiCad); titles in 《》; short terms
+in quotes (“小八号”). Ordinary words are never anchors: a question may word them otherwise
+than the document.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ from common.text import CJK, DASH, TOKEN, unmarked
 from knowledge.models import Page
 
 TITLE = re.compile(r"《([^》]{1,40})》")
+# A term the question quotes is meant as written: ctex's “小八号” is not its 八号. A short one
+# only (QUOTED_TERM_MAX characters in Chinese, words in English, no punctuation inside): a
+# quoted line of a poster or a sentence is matched by its words, not as one anchor.
+QUOTED = re.compile(r"[“「『\"]([^”」』\"\n]{1,40})[”」』\"]")
+QUOTED_TERM_MAX = {"zh": 8, "en": 3}
+INNER_PUNCTUATION = re.compile(r"[,.;:!?，。；：！？、]")
 DIGITS = re.compile(r"\d+")
 # Capitalised words that start clauses or name nothing in particular; months and days
 # (documents write dates as 2005-03-08 as often as in words).
@@ -62,6 +69,7 @@ def anchors(text: str) -> list[str]:
     """The question's anchors, in order, each once (numbers as plain digits: 65,536 is 65536)."""
     text = plain(text)
     found: list[str] = [title.strip() for title in TITLE.findall(text)]
+    found += [term.strip() for term in QUOTED.findall(text) if _term(term.strip())]
     chinese = bool(CJK.search(text))
     written = dates(text)  # a date is one anchor, whatever form the document writes it in
     for match in TOKEN.finditer(text):
@@ -75,6 +83,15 @@ def anchors(text: str) -> list[str]:
         if _is_anchor(token, chinese, SENTENCE_START.search(text[: match.start()]) is not None):
             found.append(token)
     return list(dict.fromkeys(found))
+
+
+def _term(quoted: str) -> bool:
+    """Whether a quoted text is a term (an anchor), not a quoted line."""
+    if not quoted or INNER_PUNCTUATION.search(quoted):
+        return False
+    if CJK.search(quoted):
+        return len(quoted) <= QUOTED_TERM_MAX["zh"]
+    return len(quoted.split()) <= QUOTED_TERM_MAX["en"]
 
 
 def numbered(anchor: str) -> bool:

@@ -22,11 +22,13 @@ evaluation: bench/README.md):
 Whether the passages answer at all: the anchors are checked before (answering.evidence);
 then whether a Chinese name of the question that no passage holds is in no document of the
 collections at all (`unknown`, set by answering.modes.read: "台北市" in a table of the
-mainland's districts); then the share of the question's other words that no passage
-mentions (`absent`), against policy.READER_ABSENT_MAX for the question's language, unless a
-quote holds every number the question names (`Reading.pinned`); and the best candidate's
-relevance (its overlap plus the embedder's lift, without anchors or rank:
-`Reading.relevance`), against policy.READER_ANSWER_MIN.
+mainland's districts); then whether a question about what something costs has passages
+that state no amount of money at all (`unpriced`: answering.values.MONEY); then the share
+of the question's other words that no passage mentions (`absent`), against
+policy.READER_ABSENT_MAX for the question's language, unless a quote holds every number the
+question names (`Reading.pinned`); and the best candidate's relevance (its overlap plus the
+embedder's lift, without anchors or rank: `Reading.relevance`), against
+policy.READER_ANSWER_MIN.
 
 The answer a person reads is the best candidate with its neighbours (a row with the header
 line above it, a sentence with the next one when it is short: `window`), and a second
@@ -44,7 +46,7 @@ from assistant.answering import passages, policy
 from assistant.answering.evidence import COMMON, anchors, numbered, present
 from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
-from assistant.answering.values import NUMBER, normalise
+from assistant.answering.values import NUMBER, asks_price, normalise, states_money
 from assistant.retrieval.fusion import MEDIA_WORDS
 from common.language import language_of
 from common.text import is_cjk, unmarked
@@ -88,6 +90,9 @@ class Reading:
     # by answering.modes.read, which queries the index): a near miss in words, not anchors.
     unknown: tuple[str, ...] = ()
     language: str = "en"  # the question's, whose share of unmentioned words declines it
+    # The question asks what something costs and no passage states an amount of money
+    # ("How much did the LinnSequencer cost?" over its brochure, which gives no price).
+    unpriced: bool = False
 
     @property
     def best(self) -> Candidate | None:
@@ -181,7 +186,10 @@ def read(
         scored = _with_similarity(question, scored, similarity)
     share, lacking = absent(step_query or question, sources)
     language = language_of(question)
-    return Reading(tuple(scored[: policy.READER_CANDIDATES]), named, share, tuple(lacking), language=language)
+    unpriced = asks_price(step_query or question) and not any(states_money(evidence_said(s.hit)) for s in sources)
+    return Reading(
+        tuple(scored[: policy.READER_CANDIDATES]), named, share, tuple(lacking), language=language, unpriced=unpriced
+    )
 
 
 def _with_similarity(question: str, scored: list[Candidate], similarity: Similarity) -> list[Candidate]:

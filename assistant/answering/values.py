@@ -23,6 +23,33 @@ def plain(text: str) -> str:
 
 
 NUMBER = re.compile(r"\d+(?:[.,:/\-]\d+)*")
+# A question that asks what something costs ("How much did it cost?", "价格是多少"), and an
+# amount of money as documents write it: a currency sign or code before the number ($1,200,
+# USD 350, ¥80) or a currency's name after it (1 200 euros, 350 元).
+PRICE_ASKED = re.compile(
+    r"\b(?:costs?|costed|prices?|priced|dollar amount|how much money|fees?)\b"
+    r"|多少钱|价格|价钱|费用|售价|金额|报价",
+    re.IGNORECASE,
+)
+MONEY = re.compile(
+    r"[$€£¥￥]\s?\d|\b(?:USD|EUR|GBP|CNY|RMB|US\$)\s?\d"
+    r"|\d\s?(?:元|美元|欧元|英镑|块钱|万元|亿元)"
+    r"|\d\s?(?:USD|EUR|GBP|CNY|RMB|dollars?|euros?|pounds sterling|yuan|cents?)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_price(question: str) -> bool:
+    """Whether the question asks what something costs."""
+    return PRICE_ASKED.search(question) is not None
+
+
+def states_money(text: str) -> bool:
+    """Whether the text states an amount of money (thousands separators and full-width signs
+    aside: `plain`)."""
+    return MONEY.search(plain(text)) is not None
+
+
 # Between a number's parts: a dash may be any dash or a tilde (70-79, 70–79, 70~79).
 SEPARATORS = {"-": "[-\u2010-\u2015~～]", ".": r"\.", ":": ":", "/": "/", ",": ","}
 

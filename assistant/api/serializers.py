@@ -159,8 +159,8 @@ class DecisionSerializer(serializers.Serializer[dict[str, Any]]):
     )
     outcome = serializers.CharField(help_text="What the stage decided: found, held, answer, decline, chose 2, ...")
     reason = serializers.CharField(
-        help_text="Why; for a decline one of near_miss, low_evidence, unmentioned, unknown, model_none, judge, "
-        "no_passages, model_refused."
+        help_text="Why; for a decline one of near_miss, low_evidence, unmentioned, unknown, no_price, model_none, "
+        "judge, no_passages, model_refused."
     )
     figures = serializers.DictField(help_text="The figures it decided on (scores, counts).")
     final = serializers.BooleanField(help_text="Whether this decision settled the answer (the last final one does).")

@@ -28,10 +28,21 @@ from knowledge.models import Document, Page
         ("What is the Junior value on 8 March 2005?", ["Junior", "2005-03-08"]),  # one date, in any form
         ("2020年3月5日发布了什么？", ["2020-03-05"]),
         ("What happened on March 11th, 2005 and in 2006?", ["2005-03-11", "2006"]),
+        # a quoted term is meant as written; a quoted line of a poster is not one anchor
+        ("ctex 中文字号表里的“小八号”是多少 bp？", ["小八号", "ctex", "bp"]),
+        ("海报印着“落霞与孤鹜齐飞，秋水共长天一色”，作者是谁？", []),
+        ('What does the "sync now" button do?', ["sync now"]),
+        ('What does the sentence "the whiskers reach far into the data" mean?', []),
     ],
 )
 def test_a_question_anchors_its_names_numbers_and_identifiers(question, expected):
     assert evidence.anchors(question) == expected
+
+
+def test_a_quoted_term_is_not_the_term_it_contains():
+    table = "ctex 字号表 |8|5|5.018|74|八号| 大小 (bp): 36; 意义: 小初号"
+    assert evidence.missing("ctex 字号表里的“小八号”是多少 bp？", [table]) == ["小八号"]
+    assert evidence.missing("ctex 字号表里的“小初号”是多少 bp？", [table]) == []
 
 
 def test_an_anchor_is_found_whatever_its_width_case_or_dash():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from assistant.answering import policy, reader
 from assistant.answering.decisions import Trail, final_of
 from assistant.answering.types import Source
@@ -229,3 +231,39 @@ def test_the_short_judge_is_not_asked_about_a_picture():
     assert modes.confirmable("Which octal code gives the infinity sign?")
     assert not modes.confirmable("Show me the photo of a kitten.")
     assert not modes.confirmable("找一张绿色公交车的照片。")
+
+
+def test_a_price_asked_of_passages_that_state_no_money_is_declined():
+    from assistant.answering import modes
+
+    brochure = source(
+        1, "The LinnSequencer is a 32 track MIDI sequence recorder. One disk holds 110,000 notes.", "linn.pdf"
+    )
+    unpriced = reader.read("How much did the LinnSequencer cost?", [brochure])
+    assert unpriced.unpriced
+    assert modes.unanswered(unpriced) == "no_price"
+    priced = source(2, "The LinnSequencer sells for $1,995; the disk drive is ￥ 300 more.", "price-list.pdf")
+    assert not reader.read("How much did the LinnSequencer cost?", [brochure, priced]).unpriced
+    assert not reader.read("How many notes does one disk hold?", [brochure]).unpriced  # a count, not a price
+    quote = source(3, "会议室租用的价格为每小时 200 元。", "policy.pdf")
+    assert not reader.read("会议室的价格是多少？", [quote]).unpriced
+    assert reader.read("会议室的价格是多少？", [source(4, "会议室可容纳 20 人。", "policy.pdf")]).unpriced
+
+
+@pytest.mark.parametrize(
+    ("text", "money"),
+    [
+        ("$1,995", True),
+        ("USD 350", True),
+        ("350 元", True),
+        ("１２万元", True),
+        ("12 euros a month", True),
+        ("32 track recorder", False),
+        ("version 1.995", False),
+        ("the yuan is China's currency", False),
+    ],
+)
+def test_an_amount_of_money_is_a_number_with_its_currency(text, money):
+    from assistant.answering.values import states_money
+
+    assert states_money(text) is money
