@@ -235,6 +235,7 @@ class MultiStep(AnswerStrategy):
             passages=len(draft.sources),
             steps=len(draft.steps),
         )
+        self._rows_beside(draft)
         lacking = self.lacking_in(draft)
         if lacking:
             draft.lacking = lacking
@@ -252,6 +253,32 @@ class MultiStep(AnswerStrategy):
             if reading.best is not None:
                 yield modes.evidence_event(draft, reading.best, reading.confidence, step=found.number)
         session.mark("evidence")
+
+    def _rows_beside(self, draft: Draft) -> None:
+        """Each step's passages checked as a direct question's are (evidence.checked): where
+        they lack what the step names ("aged 70-74" in a table's row that ranks under its
+        page's prose), a chunk on one of their pages that holds it takes the place of the
+        step's last passage, keeping its number."""
+        sources = list(draft.sources)
+        for found in draft.steps:
+            own = [source for source in sources if source.step == found.number]
+            lacking = evidence.unsupported(found.query, own, draft.remembered) if own else []
+            if not lacking:
+                continue
+            _, _, nearby = evidence.checked(found.query, own, draft.session.scope, lacking, draft.remembered)
+            if nearby is None:
+                continue
+            last = own[-1]
+            sources[sources.index(last)] = Source(last.number, nearby.hit, found.number)
+            draft.trail.add(
+                "anchors",
+                "found",
+                "a chunk on a step's passage's page holds what they lack",
+                step=found.number,
+                page=nearby.hit.page_number,
+                file=nearby.hit.document_name,
+            )
+        draft.sources = tuple(sources)
 
     def write(self, draft: Draft, model: ChatModel | None) -> Iterator[Event]:
         if draft.lacking:

@@ -594,6 +594,53 @@ def test_a_chunk_beside_the_passages_is_read_only_within_the_scope(corpus, alice
     assert [hit.chunk_id for hit in on_pages(scope_for(alice), [prose.page_id], exclude=[prose.pk])] == [table.pk]
 
 
+def test_each_step_of_a_plan_brings_in_the_row_it_names_from_its_passages_pages(corpus, alice, charlie):
+    """A multi-step answer checks each step's passages as a direct question's: the step that
+    names a row its prose passage lacks gets the table's chunk on that page in place of its
+    last passage, numbered as it was; the other step keeps its own. Not in Charlie's scope."""
+    from types import SimpleNamespace
+
+    from assistant.answering.session import Draft
+    from assistant.answering.strategies import MultiStep
+    from assistant.answering.types import Source, StepEvidence
+
+    ingest(
+        corpus,
+        {
+            "ages.md": "# Ages\n\nThe table below counts the subjects of the study by age group and sex. "
+            "Each subject was followed from the first visit to the end of the study or to death, whichever "
+            "came first, and was counted once in the group of the age reached at the first visit. Subjects "
+            "who moved away before the end of the study were counted until they moved, and the years they "
+            "were followed were added to the person-years of their group.\n\n"
+            "| age | women | men |\n|---|---|---|\n| (40,51] | 1200 | 1100 |\n| (51,62] | 40034 | 39012 |\n"
+        },
+    )
+    chunks = list(Chunk.objects.filter(document__name="ages.md", searchable=True).order_by("ordinal"))
+    table = next(chunk for chunk in chunks if "(51,62]" in chunk.text)
+    prose = search(alice, "subjects of the study by age group and sex", k=1).hits[0]
+    leave = search(alice, "sick leave doctor note", k=1).hits[0]
+    assert prose.chunk_id != table.pk
+    steps = ["How many women are in the age group (51,62]?", "After how many days is a note needed?"]
+
+    def draft_for(user) -> Draft:
+        session = SimpleNamespace(scope=scope_for(user), question=" and ".join(steps))
+        draft = Draft(session=session)  # type: ignore[arg-type]
+        draft.steps = [StepEvidence(1, steps[0], (prose,)), StepEvidence(2, steps[1], (leave,))]
+        draft.sources = (Source(1, prose, 1), Source(2, leave, 2))
+        return draft
+
+    draft = draft_for(alice)
+    MultiStep()._rows_beside(draft)
+    assert [(source.number, source.hit.chunk_id, source.step) for source in draft.sources] == [
+        (1, table.pk, 1),
+        (2, leave.chunk_id, 2),
+    ]
+    assert [(d.stage, d.outcome, d.figures["step"]) for d in draft.trail.decisions] == [("anchors", "found", 1)]
+    other = draft_for(charlie)
+    MultiStep()._rows_beside(other)
+    assert [source.hit.chunk_id for source in other.sources] == [prose.chunk_id, leave.chunk_id]
+
+
 def test_a_cell_is_read_from_a_table_on_a_passages_own_page(corpus, alice, charlie, settings, monkeypatch, tmp_path):
     """A table whose caption is a passage but whose own chunk ranks under every other
     candidate is read for the cell the question names (answering.cells.search_with_cell looks
