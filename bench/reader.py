@@ -71,6 +71,9 @@ def main() -> None:
     parser.add_argument("--second", type=float, help="policy.READER_SECOND_SHARE for this run.")
     parser.add_argument("--embed", type=int, help="Candidates the embedder rescores (policy.READER_EMBED).")
     parser.add_argument(
+        "--weight", action="append", default=[], metavar="NAME=VALUE", help="A reader weight for this run."
+    )
+    parser.add_argument(
         "--rerank", type=int, default=0, help="With --confirm: also judge each of the best N windows alone."
     )
     parser.add_argument(
@@ -88,6 +91,9 @@ def main() -> None:
         policy.READER_SECOND_SHARE = args.second
     if args.embed is not None:
         policy.READER_EMBED = args.embed
+    for setting in args.weight:
+        name, _, value = setting.partition("=")
+        policy.READER_WEIGHTS[name] = float(value)
     cases = []
     for question in questions:
         history = tuple(
