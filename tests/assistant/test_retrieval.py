@@ -552,6 +552,17 @@ def test_unknown_words_are_those_no_visible_document_mentions(corpus, alice, cha
     assert unknown(scope, ["报销标准", "住宿标准"]) == ["报销标准"]
 
 
+# A page of prose over a table whose rows the prose does not hold: the table's own chunk.
+AGES = (
+    "# Ages\n\nThe table below counts the subjects of the study by age group and sex. "
+    "Each subject was followed from the first visit to the end of the study or to death, whichever "
+    "came first, and was counted once in the group of the age reached at the first visit. Subjects "
+    "who moved away before the end of the study were counted until they moved, and the years they "
+    "were followed were added to the person-years of their group.\n\n"
+    "| age | women | men |\n|---|---|---|\n| (40,51] | 1200 | 1100 |\n| (51,62] | 40034 | 39012 |\n"
+)
+
+
 def test_a_chunk_beside_the_passages_is_read_only_within_the_scope(corpus, alice, charlie):
     """A table's chunk on a passage's page comes in when the passages lack the row the
     question names (evidence.checked); Charlie's scope does not read Alice's pages."""
@@ -559,17 +570,7 @@ def test_a_chunk_beside_the_passages_is_read_only_within_the_scope(corpus, alice
     from assistant.answering.types import Source
     from assistant.retrieval.search import on_pages
 
-    ingest(
-        corpus,
-        {
-            "ages.md": "# Ages\n\nThe table below counts the subjects of the study by age group and sex. "
-            "Each subject was followed from the first visit to the end of the study or to death, whichever "
-            "came first, and was counted once in the group of the age reached at the first visit. Subjects "
-            "who moved away before the end of the study were counted until they moved, and the years they "
-            "were followed were added to the person-years of their group.\n\n"
-            "| age | women | men |\n|---|---|---|\n| (40,51] | 1200 | 1100 |\n| (51,62] | 40034 | 39012 |\n"
-        },
-    )
+    ingest(corpus, {"ages.md": AGES})
     chunks = list(Chunk.objects.filter(document__name="ages.md", searchable=True).order_by("ordinal"))
     prose = next(chunk for chunk in chunks if "(51,62]" not in chunk.text)
     table = next(chunk for chunk in chunks if "(51,62]" in chunk.text)
@@ -604,17 +605,7 @@ def test_each_step_of_a_plan_brings_in_the_row_it_names_from_its_passages_pages(
     from assistant.answering.strategies import MultiStep
     from assistant.answering.types import Source, StepEvidence
 
-    ingest(
-        corpus,
-        {
-            "ages.md": "# Ages\n\nThe table below counts the subjects of the study by age group and sex. "
-            "Each subject was followed from the first visit to the end of the study or to death, whichever "
-            "came first, and was counted once in the group of the age reached at the first visit. Subjects "
-            "who moved away before the end of the study were counted until they moved, and the years they "
-            "were followed were added to the person-years of their group.\n\n"
-            "| age | women | men |\n|---|---|---|\n| (40,51] | 1200 | 1100 |\n| (51,62] | 40034 | 39012 |\n"
-        },
-    )
+    ingest(corpus, {"ages.md": AGES})
     chunks = list(Chunk.objects.filter(document__name="ages.md", searchable=True).order_by("ordinal"))
     table = next(chunk for chunk in chunks if "(51,62]" in chunk.text)
     prose = search(alice, "subjects of the study by age group and sex", k=1).hits[0]

@@ -76,11 +76,15 @@ def _postmaster_pid(var_dir: Path) -> int:
     return int((var_dir / "pg" / "postmaster.pid").read_text().splitlines()[0])
 
 
-def test_it_comes_up_embedded_and_stops_cleanly(tmp_path):
+def test_it_comes_up_embedded_comes_back_after_a_kill_9_and_stops_cleanly(tmp_path):
+    """One life of a portal: up on an empty var folder, killed with kill -9, up again on the
+    embedded server it left behind, then stopped with SIGTERM, leaving nothing running (one
+    test, so that the suite pays for the first start, initdb and migrations included, once)."""
     var_dir, port, log = tmp_path / "var", free_port(), tmp_path / "up.log"
-    proc = _start(var_dir, port, log)
+    first = _start(var_dir, port, log)
+    second = None
     try:
-        body = _wait_healthy(port, proc, log)
+        body = _wait_healthy(port, first, log)
         assert body["database"]["ok"]
         assert "pgvector" in body["database"]["detail"]
         assert body["redis"]["ok"]
@@ -89,20 +93,6 @@ def test_it_comes_up_embedded_and_stops_cleanly(tmp_path):
         assert "admin@localhost" in output
         assert "/accounts/login/" in output
         assert len(_processes_of(var_dir)) >= 5  # up, postgres, redis, daphne, worker, beat
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
-        wait_for(lambda: not _processes_of(var_dir), 20, "every process to stop", log)
-        assert not (var_dir / "run" / "services.env").exists()
-    finally:
-        _kill_all(proc, var_dir)
-
-
-def test_it_comes_back_after_a_kill_9(tmp_path):
-    var_dir, port, log = tmp_path / "var", free_port(), tmp_path / "up.log"
-    first = _start(var_dir, port, log)
-    second = None
-    try:
-        _wait_healthy(port, first, log)
         postmaster = _postmaster_pid(var_dir)
         first.kill()
         first.wait()
@@ -113,6 +103,7 @@ def test_it_comes_back_after_a_kill_9(tmp_path):
         second.send_signal(signal.SIGTERM)
         assert second.wait(timeout=60) == 0, log.read_text()[-3000:]
         wait_for(lambda: not _processes_of(var_dir), 20, "every process to stop", log)
+        assert not (var_dir / "run" / "services.env").exists()
     finally:
         _kill_all(first, var_dir)
         if second is not None:
