@@ -93,6 +93,8 @@ def main() -> None:
         policy.READER_EMBED = args.embed
     for setting in args.weight:
         name, _, value = setting.partition("=")
+        if name not in policy.READER_WEIGHTS:
+            parser.error(f"--weight {setting}: no reader weight {name!r} (known: {', '.join(policy.READER_WEIGHTS)})")
         policy.READER_WEIGHTS[name] = float(value)
     cases = []
     for question in questions:

@@ -69,7 +69,8 @@ def anchors(text: str) -> list[str]:
     """The question's anchors, in order, each once (numbers as plain digits: 65,536 is 65536)."""
     text = plain(text)
     found: list[str] = [title.strip() for title in TITLE.findall(text)]
-    found += [term.strip() for term in QUOTED.findall(text) if _term(term.strip())]
+    quoted = (term.strip() for term in QUOTED.findall(text))
+    found += [term for term in quoted if _term(term)]
     chinese = bool(CJK.search(text))
     written = dates(text)  # a date is one anchor, whatever form the document writes it in
     for match in TOKEN.finditer(text):
@@ -118,11 +119,11 @@ def present(anchor: str, text: str) -> bool:
     year or any number of three digits or more must be there as a whole number ("6.0" is
     not in "16.04" nor in a 6 and a 0 on the page; any dash: values.number_in); an option or
     a command (`-9`, `--best`, `\\hline`) as a whole token, its leading dashes any dash ("-9"
-    is not in "-90" nor in "2-9"); a short number or a word with digits needs its digit runs (70-79 holds if 70 and
-    79 are there; a day "8" in 2005-03-08); words joined by slashes may be joined otherwise
-    (INR/USD is the variable inrusd); anything else its words as written (case aside). A
-    Markdown source counts as its reader sees it too: `**\\-9**` and `foo\\_bar` hold -9 and
-    foo_bar (common.text.unmarked)."""
+    is not in "-90" nor in "2-9"); a short number or a word with digits needs its digit runs
+    (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); words joined by slashes
+    may be joined otherwise (INR/USD is the variable inrusd); anything else its words as
+    written (case aside). A Markdown source counts as its reader sees it too: `**\\-9**` and
+    `foo\\_bar` hold -9 and foo_bar (common.text.unmarked)."""
     wanted = normalise(anchor)
     if _present(wanted, text):
         return True
