@@ -47,7 +47,9 @@ REASONS = {
     "low_evidence": _("no sentence of the passages is close enough to the question"),
     "unmentioned": _("the passages never mention most of what the question asks about"),
     "unknown": _("the question asks about something no document mentions"),
-    "no_price": _("the question asks what something costs and no passage states an amount of money"),
+    "no_measure": _(
+        "the question asks for a kind of quantity (a price, a median, an accuracy …) that no passage states"
+    ),
     "model_none": _("the model chose none of the candidate sentences"),
     "judge": _("the model, reading the passages, said they do not state the answer"),
     "no_passages": _("the search found nothing"),

@@ -16,7 +16,8 @@ anchor, in any form: 11 March 2005 is 2005-03-11); identifiers
 (`package.cron.yearly`, `--output`, `\\today`, `GNUPLOT_LIB`); words with a capital inside
 or all in capitals (TeXworks, FLC); capitalised words inside an English sentence (names:
 Gene Wilder); Latin words in a Chinese question (SnowNLP, KiCad); titles in 《》; short terms
-in quotes (“小八号”). Ordinary words are never anchors: a question may word them otherwise
+in quotes (“小八号”); a table's row named by its label ("row D": a row of a table in the
+passages, not the letter anywhere). Ordinary words are never anchors: a question may word them otherwise
 than the document.
 """
 
@@ -63,6 +64,11 @@ SENTENCE_START = re.compile(r"(^|[.?!:;]\s+|\n)$")
 SLASHED = re.compile(r"[^\W\d_]+(/[^\W\d_]+)+")  # words joined by slashes: INR/USD, TCP/IP
 PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")  # what Markdown may escape with a backslash
 OPTION = re.compile(r"[\\\-]+\w")  # an option or a command as written: -9, --best, \hline
+# A table's row the question names by its label ("row D", "D 行"): the anchor "row D", held
+# by a row of a table in the passages (ingestion.tables.Row says a row as "D — Header 1: …"),
+# not by the letter anywhere.
+ROW_NAMED = re.compile(r"\brow\s+([A-Za-z0-9][\w.]{0,15})\b|(?<![A-Za-z0-9])([A-Z])\s*行")
+ROW_ANCHOR = re.compile(r"row (\S+)")
 
 
 def anchors(text: str) -> list[str]:
@@ -71,6 +77,7 @@ def anchors(text: str) -> list[str]:
     found: list[str] = [title.strip() for title in TITLE.findall(text)]
     quoted = (term.strip() for term in QUOTED.findall(text))
     found += [term for term in quoted if _term(term)]
+    found += [f"row {english or chinese}" for english, chinese in ROW_NAMED.findall(text)]
     chinese = bool(CJK.search(text))
     written = dates(text)  # a date is one anchor, whatever form the document writes it in
     for match in TOKEN.finditer(text):
@@ -97,8 +104,9 @@ def _term(quoted: str) -> bool:
 
 def numbered(anchor: str) -> bool:
     """Whether an anchor is a number, a date, a version or anything else with a digit: it must
-    be in the passages themselves, where a name may be anywhere in their documents."""
-    return DIGITS.search(anchor) is not None
+    be in the passages themselves, where a name may be anywhere in their documents. So must a
+    row named by its label ("row D"): it is read from a table's chunk."""
+    return DIGITS.search(anchor) is not None or ROW_ANCHOR.fullmatch(anchor) is not None
 
 
 def _is_anchor(token: str, chinese: bool, starts_sentence: bool) -> bool:
@@ -132,6 +140,9 @@ def present(anchor: str, text: str) -> bool:
 
 
 def _present(wanted: str, text: str) -> bool:
+    row = ROW_ANCHOR.fullmatch(wanted)
+    if row is not None:
+        return wanted in text or re.search(rf"(?<!\S){re.escape(row.group(1))} — ", text) is not None
     if ISO_DATE.fullmatch(wanted):
         return date_in(wanted, text)
     if NUMBER.fullmatch(wanted) and (len(wanted) >= 3 or not wanted.isdigit()):

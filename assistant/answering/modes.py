@@ -193,8 +193,9 @@ def evidence_answer(draft: Draft, chosen: Sequence[reader.Candidate], replace_te
 
 def unanswered(reading: reader.Reading) -> str | None:
     """Why the passages do not answer, as a decline reason (answering.decisions.REASONS), or
-    None: nothing to read, a name of the question in no document (`unknown`), a price asked
-    of passages that state no amount of money (`Reading.unpriced`), most of the
+    None: nothing to read, a name of the question in no document (`unknown`), a kind of
+    quantity asked of passages that state none of its kind (a price, a median:
+    `Reading.unmeasured`), most of the
     question's words mentioned nowhere in the passages (policy.READER_ABSENT_MAX) while no
     quote holds every number it names (`Reading.pinned`), or
     nothing close enough (policy.READER_ANSWER_MIN)."""
@@ -202,8 +203,8 @@ def unanswered(reading: reader.Reading) -> str | None:
         return "low_evidence"
     if reading.unknown:
         return "unknown"
-    if reading.unpriced:
-        return "no_price"
+    if reading.unmeasured:
+        return "no_measure"
     if reading.absent > policy.READER_ABSENT_MAX[reading.language] and not reading.pinned:
         return "unmentioned"
     if reading.relevance < policy.READER_ANSWER_MIN:
@@ -385,6 +386,7 @@ def answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
             absent=reading.absent,
             unmentioned=", ".join(reading.unmentioned),
             unknown=", ".join(reading.unknown),
+            measure=reading.unmeasured,
         )
         yield from writing.decline(draft, list(reading.unknown) if why == "unknown" else [])
         return

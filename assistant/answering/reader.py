@@ -22,8 +22,9 @@ evaluation: bench/README.md):
 Whether the passages answer at all: the anchors are checked before (answering.evidence);
 then whether a Chinese name of the question that no passage holds is in no document of the
 collections at all (`unknown`, set by answering.modes.read: "台北市" in a table of the
-mainland's districts); then whether a question about what something costs has passages
-that state no amount of money at all (`unpriced`: answering.values.MONEY); then the share
+mainland's districts); then whether a question that asks for a kind of quantity (a price, a
+median, an average, an accuracy, a population: answering.values.MEASURES) has passages that
+state none of that kind (`unmeasured`: no amount of money, no median ...); then the share
 of the question's other words that no passage mentions (`absent`), against
 policy.READER_ABSENT_MAX for the question's language, unless a quote holds every number the
 question names (`Reading.pinned`); and the best candidate's relevance (its overlap plus the
@@ -46,7 +47,7 @@ from assistant.answering import passages, policy
 from assistant.answering.evidence import COMMON, anchors, numbered, present
 from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
-from assistant.answering.values import NUMBER, asks_price, normalise, states_money
+from assistant.answering.values import NUMBER, measure_asked, normalise, states
 from assistant.retrieval.fusion import MEDIA_WORDS
 from common.language import language_of
 from common.text import is_cjk, unmarked
@@ -90,9 +91,10 @@ class Reading:
     # by answering.modes.read, which queries the index): a near miss in words, not anchors.
     unknown: tuple[str, ...] = ()
     language: str = "en"  # the question's, whose share of unmentioned words declines it
-    # The question asks what something costs and no passage states an amount of money
-    # ("How much did the LinnSequencer cost?" over its brochure, which gives no price).
-    unpriced: bool = False
+    # The kind of quantity the question asks for when no passage states one (values.MEASURES):
+    # "price" for "How much did the LinnSequencer cost?" over its brochure, which gives none;
+    # "median" for a median age asked of a table of counts. Empty otherwise.
+    unmeasured: str = ""
 
     @property
     def best(self) -> Candidate | None:
@@ -186,9 +188,15 @@ def read(
         scored = _with_similarity(question, scored, similarity)
     share, lacking = absent(step_query or question, sources)
     language = language_of(question)
-    unpriced = asks_price(step_query or question) and not any(states_money(evidence_said(s.hit)) for s in sources)
+    measure = measure_asked(step_query or question)
+    unmeasured = measure.name if measure and not any(states(measure, evidence_said(s.hit)) for s in sources) else ""
     return Reading(
-        tuple(scored[: policy.READER_CANDIDATES]), named, share, tuple(lacking), language=language, unpriced=unpriced
+        tuple(scored[: policy.READER_CANDIDATES]),
+        named,
+        share,
+        tuple(lacking),
+        language=language,
+        unmeasured=unmeasured,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 # Digits grouped by thousands: "1,234,567" and "1 234" read as "1234567" and "1234".
 THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f ](?=\d{3}(?!\d))")
@@ -39,15 +40,48 @@ MONEY = re.compile(
 )
 
 
-def asks_price(question: str) -> bool:
-    """Whether the question asks what something costs."""
-    return PRICE_ASKED.search(question) is not None
+@dataclass(frozen=True)
+class Measure:
+    """A kind of quantity a question may ask for (`asked`), and how a passage that states one
+    names it (`stated`). A value of that kind is never read from passages that do not: a
+    median from a table of counts, a population from a table of coordinates, a price from a
+    brochure that gives none."""
+
+    name: str
+    asked: re.Pattern[str]
+    stated: re.Pattern[str]
 
 
-def states_money(text: str) -> bool:
-    """Whether the text states an amount of money (thousands separators and full-width signs
-    aside: `plain`)."""
-    return MONEY.search(plain(text)) is not None
+MEASURES = (
+    Measure("price", PRICE_ASKED, MONEY),
+    Measure("median", re.compile(r"\bmedian\b|中位数", re.I), re.compile(r"\bmedians?\b|中位", re.I)),
+    Measure(
+        "average",
+        re.compile(r"\baverage\b|\bthe mean\b|\bmean (?:value|age|time|size|score)\b|平均(?:数|值)|均值", re.I),
+        re.compile(r"\baverages?\b|\bmeans?\b|\bavg\b|平均|均值", re.I),
+    ),
+    Measure(
+        "accuracy",
+        re.compile(r"\baccuracy\b|准确率|正确率|准确度", re.I),
+        re.compile(r"\baccura|\bprecision\b|\bF1\b|准确|正确率|精度|精确", re.I),
+    ),
+    Measure(
+        "population",
+        re.compile(r"\bpopulation\b|人口", re.I),
+        re.compile(r"\bpopulations?\b|\binhabitants\b|\bresidents\b|人口|居民", re.I),
+    ),
+)
+
+
+def measure_asked(question: str) -> Measure | None:
+    """The kind of quantity the question asks for (MEASURES), if it names one."""
+    return next((measure for measure in MEASURES if measure.asked.search(question)), None)
+
+
+def states(measure: Measure, text: str) -> bool:
+    """Whether the text states a quantity of that kind (thousands separators and full-width
+    signs aside: `plain`)."""
+    return measure.stated.search(plain(text)) is not None
 
 
 # Between a number's parts: a dash may be any dash or a tilde (70-79, 70–79, 70~79).

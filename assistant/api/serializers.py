@@ -159,7 +159,7 @@ class DecisionSerializer(serializers.Serializer[dict[str, Any]]):
     )
     outcome = serializers.CharField(help_text="What the stage decided: found, held, answer, decline, chose 2, ...")
     reason = serializers.CharField(
-        help_text="Why; for a decline one of near_miss, low_evidence, unmentioned, unknown, no_price, model_none, "
+        help_text="Why; for a decline one of near_miss, low_evidence, unmentioned, unknown, no_measure, model_none, "
         "judge, no_passages, model_refused."
     )
     figures = serializers.DictField(help_text="The figures it decided on (scores, counts).")

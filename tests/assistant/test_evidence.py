@@ -73,6 +73,19 @@ def test_words_joined_by_a_slash_may_be_joined_otherwise_in_the_document():
     assert not evidence.present("INR/EUR", text)
 
 
+def test_a_row_named_by_its_label_must_be_a_row_of_a_table_in_the_passages():
+    # ingestion.tables.Row says each row as "label — column: value; …"
+    table = "Header 1 Header 2\nA — Header 1: 12.23; Header 2: blah blah\nB — Header 1: 1.23; Header 2: Salut"
+    asked = "In the table on the first slide, what is the Header 2 value for row {}?"
+    assert evidence.anchors(asked.format("D")) == ["row D", "Header", "2"]
+    assert evidence.missing(asked.format("A"), [table]) == []
+    assert evidence.missing(asked.format("D"), [table]) == ["row D"]  # the d of "Header" is no row
+    assert evidence.missing("表格里 D 行的 Header 2 是多少？", [table]) == ["row D"]
+    assert evidence.missing("表格里 B 行的 Header 2 是多少？", [table]) == []
+    assert evidence.numbered("row D")  # read from a table's chunk, not anywhere in the document
+    assert evidence.missing("What is in row 12 of the table?", ["see row 12 of the table"]) == []
+
+
 def test_missing_lists_the_anchors_no_passage_holds():
     passages = ["gnuplot 5.4 manual: the mouse double-click resolution defaults to 300 ms."]
     assert evidence.missing("What is the double-click resolution in gnuplot 6.0?", passages) == ["6.0"]

@@ -240,14 +240,40 @@ def test_a_price_asked_of_passages_that_state_no_money_is_declined():
         1, "The LinnSequencer is a 32 track MIDI sequence recorder. One disk holds 110,000 notes.", "linn.pdf"
     )
     unpriced = reader.read("How much did the LinnSequencer cost?", [brochure])
-    assert unpriced.unpriced
-    assert modes.unanswered(unpriced) == "no_price"
+    assert unpriced.unmeasured == "price"
+    assert modes.unanswered(unpriced) == "no_measure"
     priced = source(2, "The LinnSequencer sells for $1,995; the disk drive is ￥ 300 more.", "price-list.pdf")
-    assert not reader.read("How much did the LinnSequencer cost?", [brochure, priced]).unpriced
-    assert not reader.read("How many notes does one disk hold?", [brochure]).unpriced  # a count, not a price
+    assert not reader.read("How much did the LinnSequencer cost?", [brochure, priced]).unmeasured
+    assert not reader.read("How many notes does one disk hold?", [brochure]).unmeasured  # a count, not a price
     quote = source(3, "会议室租用的价格为每小时 200 元。", "policy.pdf")
-    assert not reader.read("会议室的价格是多少？", [quote]).unpriced
-    assert reader.read("会议室的价格是多少？", [source(4, "会议室可容纳 20 人。", "policy.pdf")]).unpriced
+    assert not reader.read("会议室的价格是多少？", [quote]).unmeasured
+    assert reader.read("会议室的价格是多少？", [source(4, "会议室可容纳 20 人。", "policy.pdf")]).unmeasured == "price"
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "measure"),
+    [
+        # A table of counts by age band holds no median age; one that gives a median does.
+        ("What is the median age of the high group?", "Age 50-59: 120 (23%); 60-69: 98 (19%)", "median"),
+        ("What is the median age of the high group?", "The median age was 64 in the high group.", ""),
+        ("What is the average age in the high group?", "The mean age was 64 in the high group.", ""),
+        ("What is the average age in the high group?", "Age 50-59: 120 (23%); 60-69: 98 (19%)", "average"),
+        # A row of coordinates holds no population; a census row does.
+        ("三沙市的常住人口是多少？", "三沙市 — 代码: 460300000000; 经度: 112.34; 纬度: 16.83", "population"),
+        ("三沙市的常住人口是多少？", "三沙市常住人口 2,333 人。", ""),
+        ("情感分析在测试集上的准确率是多少？", "训练数据主要是买卖东西时的评价。", "accuracy"),
+        ("What accuracy does the classifier reach?", "It is 94% accurate on the test set.", ""),
+        # Asking for something else names no measure: a mean of words is not asked.
+        ("What does the -9 option mean?", "-9 compresses best.", ""),
+    ],
+)
+def test_a_kind_of_quantity_asked_of_passages_that_never_state_one_is_declined(question, text, measure):
+    from assistant.answering import modes
+
+    reading = reader.read(question, [source(1, text, "stats.pdf")])
+    assert reading.unmeasured == measure
+    if measure:
+        assert modes.unanswered(reading) == "no_measure"
 
 
 @pytest.mark.parametrize(
@@ -264,6 +290,6 @@ def test_a_price_asked_of_passages_that_state_no_money_is_declined():
     ],
 )
 def test_an_amount_of_money_is_a_number_with_its_currency(text, money):
-    from assistant.answering.values import states_money
+    from assistant.answering.values import MEASURES, states
 
-    assert states_money(text) is money
+    assert states(MEASURES[0], text) is money
