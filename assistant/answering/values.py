@@ -73,9 +73,30 @@ MEASURES = (
 )
 
 
+# A count of a thing the question names with its classifier ("多少个谚文音节", "几个汉字"),
+# and how a passage states one: a number before the thing ("1.5 汉字", "2万余个汉字") or
+# after it ("谚文音节 1200 个", "谚文音节：1200"). English counts ("how many women") are not
+# checked so: a table's row answers them without the word (its label says "F").
+COUNT_ASKED = re.compile(r"(?:多少|几)个([\u4e00-\u9fff]{2,8}?)(?=的|是|有|呢|吗|[？?，,。；;]|$)")
+
+
+def count_of(thing: str) -> Measure:
+    """The count of `thing` as a measure: asked by COUNT_ASKED, stated next to a number."""
+    said = re.escape(thing)
+    before = rf"\d[\d.]*\s*[万千百亿]?\s*[余多]?\s*[个種种]?\s*{said}"
+    after = rf"{said}\s*[:：]?\s*(?:共计|共|约|有)?\s*\d"
+    stated = re.compile(f"{before}|{after}")
+    return Measure(f"count: {thing}", COUNT_ASKED, stated)
+
+
 def measure_asked(question: str) -> Measure | None:
-    """The kind of quantity the question asks for (MEASURES), if it names one."""
-    return next((measure for measure in MEASURES if measure.asked.search(question)), None)
+    """The kind of quantity the question asks for (MEASURES, or a count of a thing it names
+    with a classifier: `count_of`), if it names one."""
+    named = next((measure for measure in MEASURES if measure.asked.search(question)), None)
+    if named is not None:
+        return named
+    counted = COUNT_ASKED.search(question)
+    return count_of(counted.group(1)) if counted else None
 
 
 def states(measure: Measure, text: str) -> bool:

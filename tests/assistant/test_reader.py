@@ -263,6 +263,11 @@ def test_a_price_asked_of_passages_that_state_no_money_is_declined():
         ("三沙市的常住人口是多少？", "三沙市常住人口 2,333 人。", ""),
         ("情感分析在测试集上的准确率是多少？", "训练数据主要是买卖东西时的评价。", "accuracy"),
         ("What accuracy does the classifier reach?", "It is 94% accurate on the test set.", ""),
+        # A count of a thing named with its classifier: a number must stand with the thing.
+        ("宣传图里说一共收录了多少个谚文音节？", "增补常用谚文音节；简繁日汉字共计2万余字", "count: 谚文音节"),
+        ("宣传图里说一共收录了多少个谚文音节？", "收录谚文音节 11172 个", ""),
+        ("两个标点相邻一共占几个汉字的宽度？", "相邻两个标点占1.5 汉字宽度", ""),
+        ("预设的几种方案里，哪一个适合？", "方案一适合。", ""),  # which one, not how many
         # Asking for something else names no measure: a mean of words is not asked.
         ("What does the -9 option mean?", "-9 compresses best.", ""),
     ],
