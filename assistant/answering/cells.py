@@ -33,7 +33,7 @@ from pathlib import PurePath
 from django.conf import settings
 
 from assistant.answering.answer import sources_of
-from assistant.answering.evidence import COMMON
+from assistant.answering.evidence import COMMON, TABLE_NUMBER
 from assistant.answering.types import Source
 from assistant.answering.values import normalise
 from assistant.retrieval.scope import Scope
@@ -43,7 +43,6 @@ from common.text import cjk_pairs
 from portal.typing import AnyUser
 
 CANDIDATES = 10  # hits searched for a cell: the fused ones after the passages, and lexical ones
-TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
 COMPOUND = re.compile(r"(?<=[a-z])-(?=[a-z])")  # git-buildpackage, zero-augmented; not 60-69

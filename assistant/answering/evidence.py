@@ -69,6 +69,10 @@ OPTION = re.compile(r"[\\\-]+\w")  # an option or a command as written: -9, --be
 # not by the letter anywhere.
 ROW_NAMED = re.compile(r"\brow\s+([A-Za-z0-9][\w.]{0,15})\b|(?<![A-Za-z0-9])([A-Z])\s*行")
 ROW_ANCHOR = re.compile(r"row (\S+)")
+# A table the question names by its number ("Table 1", "表 2"; a cell is not "Step 1"), and its
+# caption at the start of a line ("Table 1: Comparison of …").
+TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
+TABLE_PAGES = 3  # pages of the passages' documents read for a table the question names
 
 
 def anchors(text: str) -> list[str]:
@@ -216,27 +220,49 @@ def checked(
     if not lacking:
         return sources, [], None
     numbers = [anchor for anchor in anchors(question) if numbered(anchor)]
-    nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])))
+    nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])), tables_named(question, sources))
     if nearby is None:
         return sources, list(lacking), None
     sources = (*sources[:-1], nearby)
     return sources, unsupported(question, sources, also), nearby
 
 
-def beside(sources: Sequence[Source], scope: Scope, wanted: Sequence[str]) -> Source | None:
-    """A chunk on the page of one of the passages (the best-ranked first) that holds every
-    anchor in `wanted`, numbered as the last passage; None when there is none. A table's
-    chunk often ranks under its own page's prose, which does not hold the row the question
-    names ("(51,62]"); only the passages' own pages are looked at, since a near miss's anchor
-    is usually somewhere else nearby (another table's date, "prior to 4.6")."""
+def beside(sources: Sequence[Source], scope: Scope, wanted: Sequence[str], also: Sequence[int] = ()) -> Source | None:
+    """A chunk on the pages `also` (`tables_named`: the table the question names) or on the
+    page of one of the passages (the best-ranked first) that holds every anchor in
+    `wanted`, numbered as the last passage; None when there is none. A table's chunk often ranks under its own page's
+    prose, which does not hold the row the question names ("(51,62]"); only those pages are
+    looked at, since a near miss's anchor is usually somewhere else nearby (another table's
+    date, "prior to 4.6")."""
     if not sources or not wanted:
         return None
-    pages = [source.hit.page_id for source in sources]
+    pages = list(dict.fromkeys([*also, *(source.hit.page_id for source in sources)]))
     for hit in on_pages(scope, pages, exclude=[source.hit.chunk_id for source in sources]):
         text = normalise(said(hit))
         if all(present(anchor, text) for anchor in wanted):
             return Source(len(sources), hit)
     return None
+
+
+def tables_named(question: str, sources: Sequence[Source]) -> list[int]:
+    """The pages of the passages' documents that name a table the question names by its
+    number ("in Table 1", or "表 1" of an English document: a table's chunk holds its cells
+    and rarely the words of a question about one, and its caption is the prose beside it),
+    the page with its caption first, at most TABLE_PAGES of them."""
+    named = list(dict.fromkeys(TABLE_NUMBER.findall(question)))
+    if not named or not sources:
+        return []
+    documents = {source.hit.document_id for source in sources}
+    pages: list[int] = []
+    for name in named:
+        number = DIGITS.findall(name)[-1]  # "表 2" names an English document's Table 2 too
+        said = rf"(table|tab\.|表)\s*{number}([^0-9]|$)"
+        found = Page.objects.filter(document_id__in=documents, text__iregex=said).order_by("document_id", "number")
+        texts = list(found.values_list("pk", "text")[:20])
+        caption = re.compile(rf"(?im)^\s*{said}")
+        texts.sort(key=lambda page: caption.search(page[1]) is None)
+        pages += [pk for pk, _text in texts]
+    return list(dict.fromkeys(pages))[:TABLE_PAGES]
 
 
 def _written(name: str) -> Q:

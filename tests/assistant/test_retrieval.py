@@ -16,7 +16,7 @@ from assistant.retrieval.scope import scope_for
 from assistant.retrieval.search import search
 from ingestion.actions import do_add_document
 from knowledge import actions
-from knowledge.models import Chunk, Collection, IndexVersion, TermStat
+from knowledge.models import Chunk, Collection, IndexVersion, Page, TermStat
 from providers import registry
 from tests.conftest import token_for
 from tests.ingestion.files import ingest as ingest_one
@@ -661,3 +661,50 @@ def test_a_cell_is_read_from_a_table_on_a_passages_own_page(corpus, alice, charl
     assert [source.hit.chunk_id for source in sources] == [table.pk]  # in place of the last passage
     _results, sources, cell = cells.search_with_cell(charlie, question, scope_for(charlie))
     assert (sources, cell) == ((), None)
+
+
+def vignette_pdf() -> bytes:
+    """Three pages: prose that mentions Table 1, then Table 1 and Table 2, each under its
+    caption, their rows by age group (no word of a question about a cell)."""
+    import pymupdf
+
+    pdf = pymupdf.open()
+    for text in (
+        "Survival of the cohort. Table 1 shows the age distribution of the subjects in each group; "
+        "the older subjects are more often in the high group.",
+        "Table 1: Comparison of the age distributions.\nlow 50-59: 2585; 60-69: 1690; 70-79: 969",
+        "Table 2: Women by age.\nlow 65-69: 512; 70-74: 376; 75-79: 401",
+    ):
+        page = pdf.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 760), text, fontsize=11)
+    return pdf.tobytes()
+
+
+def test_a_table_the_question_names_is_read_on_its_captions_page(corpus, alice, charlie):
+    """A question that names "Table 1" and a row its passages lack reads the page that
+    captions Table 1 (evidence.tables_named), before the passages' own pages; only the
+    passages' documents, and only in the asker's scope."""
+    from assistant.answering import evidence
+    from assistant.answering.types import Source
+
+    ingest_one(corpus, "vignette.pdf", vignette_pdf())
+    pages = {page.number: page.pk for page in Page.objects.filter(document__name="vignette.pdf")}
+    prose = next(
+        hit for hit in search(alice, "age distribution of the subjects in each group", k=5).hits if hit.page_number == 1
+    )
+    passages = (Source(1, prose),)
+    question = "How many subjects aged 70-79 are in the low group in Table 1?"
+    assert evidence.tables_named(question, passages) == [pages[2], pages[1]]  # its caption's page first
+    assert evidence.tables_named("表 2 里 70-74 岁的女性有多少？", passages) == [pages[3]]
+    assert evidence.tables_named("How many subjects are aged 70-79?", passages) == []  # no table named
+    lacking = evidence.unsupported(question, passages)
+    assert lacking == ["70-79"]
+    _sources, lacking, nearby = evidence.checked(question, passages, scope_for(alice), lacking)
+    assert nearby is not None
+    assert nearby.hit.page_number == 2
+    assert lacking == []
+    women = "How many women aged 70-74 are in Table 2?"
+    nearby = evidence.checked(women, passages, scope_for(alice), evidence.unsupported(women, passages))[2]
+    assert nearby is not None
+    assert nearby.hit.page_number == 3
+    assert evidence.checked(question, passages, scope_for(charlie), ["70-79"]) == (passages, ["70-79"], None)
