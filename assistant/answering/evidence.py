@@ -17,8 +17,8 @@ anchor, in any form: 11 March 2005 is 2005-03-11); identifiers
 or all in capitals (TeXworks, FLC); capitalised words inside an English sentence (names:
 Gene Wilder); Latin words in a Chinese question (SnowNLP, KiCad); titles in 《》; short terms
 in quotes (“小八号”); a table's row named by its label ("row D": a row of a table in the
-passages, not the letter anywhere). Ordinary words are never anchors: a question may word them otherwise
-than the document.
+passages, not the letter anywhere). Ordinary words are never anchors: a question may word
+them otherwise than the document.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from django.db.models import Count, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 
 from assistant.answering.types import Source
 from assistant.answering.values import ISO_DATE, NUMBER, date_in, dates, normalise, number_in, plain
@@ -229,11 +229,11 @@ def checked(
 
 def beside(sources: Sequence[Source], scope: Scope, wanted: Sequence[str], also: Sequence[int] = ()) -> Source | None:
     """A chunk on the pages `also` (`tables_named`: the table the question names) or on the
-    page of one of the passages (the best-ranked first) that holds every anchor in
-    `wanted`, numbered as the last passage; None when there is none. A table's chunk often ranks under its own page's
-    prose, which does not hold the row the question names ("(51,62]"); only those pages are
-    looked at, since a near miss's anchor is usually somewhere else nearby (another table's
-    date, "prior to 4.6")."""
+    page of one of the passages (the best-ranked first) that holds every anchor in `wanted`,
+    numbered as the last passage; None when there is none. A table's chunk often ranks
+    under its own page's prose, which does not hold the row the question names ("(51,62]");
+    only those pages are looked at, since a near miss's anchor is usually somewhere else
+    nearby (another table's date, "prior to 4.6")."""
     if not sources or not wanted:
         return None
     pages = list(dict.fromkeys([*also, *(source.hit.page_id for source in sources)]))
@@ -257,11 +257,14 @@ def tables_named(question: str, sources: Sequence[Source]) -> list[int]:
     for name in named:
         number = DIGITS.findall(name)[-1]  # "表 2" names an English document's Table 2 too
         said = rf"(table|tab\.|表)\s*{number}([^0-9]|$)"
-        found = Page.objects.filter(document_id__in=documents, text__iregex=said).order_by("document_id", "number")
-        texts = list(found.values_list("pk", "text")[:20])
-        caption = re.compile(rf"(?im)^\s*{said}")
-        texts.sort(key=lambda page: caption.search(page[1]) is None)
-        pages += [pk for pk, _text in texts]
+        # PostgreSQL's (?n): ^ also matches after a newline, at the start of a caption's line.
+        caption = ExpressionWrapper(Q(text__iregex=rf"(?n)^\s*{said}"), output_field=BooleanField())
+        found = (
+            Page.objects.filter(document_id__in=documents, text__iregex=said)
+            .annotate(caption=caption)
+            .order_by("-caption", "document_id", "number")
+        )
+        pages += found.values_list("pk", flat=True)[:TABLE_PAGES]
     return list(dict.fromkeys(pages))[:TABLE_PAGES]
 
 

@@ -195,10 +195,9 @@ def unanswered(reading: reader.Reading) -> str | None:
     """Why the passages do not answer, as a decline reason (answering.decisions.REASONS), or
     None: nothing to read, a name of the question in no document (`unknown`), a kind of
     quantity asked of passages that state none of its kind (a price, a median:
-    `Reading.unmeasured`), most of the
-    question's words mentioned nowhere in the passages (policy.READER_ABSENT_MAX) while no
-    quote holds every number it names (`Reading.pinned`), or
-    nothing close enough (policy.READER_ANSWER_MIN)."""
+    `Reading.unmeasured`), most of the question's words mentioned nowhere in the passages
+    (policy.READER_ABSENT_MAX) while no quote holds every number it names
+    (`Reading.pinned`), or nothing close enough (policy.READER_ANSWER_MIN)."""
     if reading.best is None:
         return "low_evidence"
     if reading.unknown:
