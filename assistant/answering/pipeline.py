@@ -25,7 +25,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from assistant.answering import answer as answers
-from assistant.answering import modes, router, strategies
+from assistant.answering import modes, router, strategies, writing
 from assistant.answering.bridge import events_in_thread
 from assistant.answering.decisions import DECLINE
 from assistant.answering.events import (
@@ -212,6 +212,8 @@ def _answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
     yield from strategy.gather(draft, model)
     session.check()
     yield from strategy.write(draft, model)
+    pictures = writing.shown(draft, MAX_ATTACHMENTS)
+    yield from writing.cite_pictures(draft, pictures)
     sources = draft.sources
     used = answers.cited(draft.text, len(sources))
     final = draft.trail.final()
@@ -229,15 +231,11 @@ def _answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
     if draft.abstain and draft.closest:  # declined by the portal, not answered after all (a picture shown)
         yield Closest(draft.closest)
     yield Citations(draft.citations)
-    # What the search showed; a declined answer keeps only the pictures whose description
-    # matched what the question asks to see (retrieval.pictures), not those of a near miss.
-    if draft.lacking is None:
-        unique = {hit.chunk_id: hit for hit in draft.media if not draft.abstain or hit.promoted}
-        draft.attachments = answers.attachments(list(unique.values())[:MAX_ATTACHMENTS])
-        if draft.attachments:
-            draft.trail.add(
-                "attach", "attached", "the pictures or videos the search found", count=len(draft.attachments)
-            )
+    if draft.abstain:  # declined after all: only the pictures that match what it asks to see
+        pictures = [hit for hit in pictures if hit.promoted]
+    draft.attachments = answers.attachments(pictures)
+    if draft.attachments:
+        draft.trail.add("attach", "attached", "the pictures or videos the search found", count=len(draft.attachments))
     yield Attachments(draft.attachments)
 
 

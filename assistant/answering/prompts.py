@@ -139,6 +139,13 @@ def picture_found(language: Language, name: str, number: int, words: str) -> str
     return f'The picture that matches best is "{name}" [{number}]: {words}'
 
 
+def pictures_listed(language: Language, pictures: Sequence[tuple[str, int]]) -> str:
+    """The line that names the pictures an answer attaches, each cited: (file name, number)."""
+    if language == "zh":
+        return "找到的图片：" + "、".join(f"《{name}》[{number}]" for name, number in pictures)
+    return "Pictures found: " + ", ".join(f'"{name}" [{number}]' for name, number in pictures)
+
+
 def table_cell(language: Language, value: str, row: str, column: str, number: int) -> str:
     """The portal's own answer when the question names one cell of a table: the value, with
     the row and column it was read from, cited."""

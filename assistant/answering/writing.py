@@ -16,9 +16,12 @@ from django.conf import settings
 
 from assistant.answering import answer as answers
 from assistant.answering import evidence, passages, policy, prompts, verify
+from assistant.answering.decisions import DECLINE
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event
 from assistant.answering.prompts import NO_ANSWER
 from assistant.answering.session import Draft
+from assistant.answering.types import Source
+from assistant.retrieval.types import Hit
 from common.language import language_of
 from providers.base import ChatModel
 
@@ -207,3 +210,43 @@ def decline(draft: Draft, lacking: Sequence[str]) -> Iterator[Event]:
     draft.text = prompts.declined(draft.language, lacking, places)
     draft.session.mark("first_token")
     yield AnswerDelta(draft.text)
+
+
+def shown(draft: Draft, limit: int) -> list[Hit]:
+    """The pictures and videos an answer attaches: what the search found, each chunk once; a
+    declined answer keeps only those whose description matched what the question asks to see
+    (retrieval.pictures), not those of a near miss; none when the question names what its
+    passages lack."""
+    if draft.lacking is not None:
+        return []
+    final = draft.trail.final()
+    declined = final is not None and final.outcome == DECLINE
+    unique = {hit.chunk_id: hit for hit in draft.media if not declined or hit.promoted}
+    return list(unique.values())[:limit]
+
+
+def cite_pictures(draft: Draft, pictures: Sequence[Hit]) -> Iterator[Event]:
+    """An answer that attaches pictures cites each of them: the search found them for what
+    their descriptions say, so each is a source like a passage, numbered after the passages
+    (a picture among them keeps its number), and one line names those the text has not cited
+    yet. "Do we have a photo of a pagoda by a lake?" is answered by the pictures, whichever
+    sentence the reader quoted."""
+    final = draft.trail.final()
+    if not pictures or (final is not None and final.outcome == DECLINE) or refused(draft):
+        return
+    numbers = {source.hit.chunk_id: source.number for source in draft.sources}
+    sources = list(draft.sources)
+    for hit in pictures:
+        if hit.chunk_id not in numbers:
+            numbers[hit.chunk_id] = len(sources) + 1
+            sources.append(Source(len(sources) + 1, hit))
+    draft.sources = tuple(sources)
+    used = answers.cited(draft.text, len(sources))
+    listed = [(hit.document_name, numbers[hit.chunk_id]) for hit in pictures if numbers[hit.chunk_id] not in used]
+    if not listed:
+        return
+    line = prompts.pictures_listed(draft.language, listed)
+    addition = f"\n\n{line}" if draft.text.strip() else line
+    draft.text += addition
+    draft.trail.add("attach", "cited", "the pictures the search found, each cited", count=len(listed))
+    yield AnswerDelta(addition)
