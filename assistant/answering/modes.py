@@ -453,19 +453,23 @@ def remembered_answer(draft: Draft, reading: reader.Reading) -> Iterator[Event]:
 
 def steps_answer(draft: Draft) -> Iterator[Event]:
     """A plan's answer from its steps' evidence: one bullet per step that found some, its
-    quote cited; declined when no step found any."""
+    quotes cited as a direct answer's are (`Reading.quotes`: the best, and the best of
+    another of the step's passages when it scores nearly as well); declined when no step
+    found any."""
     lines: list[str] = []
     quotes: dict[int, str] = {}
     wanted = passages.terms(draft.query)
+    colon, between = ("：", "；") if draft.language == "zh" else (": ", "; ")
     for step in draft.steps:
         reading = draft.step_readings.get(step.number)
         if reading is None or reading.best is None or unanswered(reading) is not None:
             continue
-        best = reading.best
-        quote = verify.shorten(best.window, wanted)
-        quotes[best.source.number] = quote
-        colon = "：" if draft.language == "zh" else ": "
-        lines.append(f"- {step.query}{colon}“{quote}” [{best.source.number}]")
+        cited: list[str] = []
+        for candidate in reading.quotes():
+            quote = verify.shorten(candidate.window, wanted)
+            quotes[candidate.source.number] = quote
+            cited.append(f"“{quote}” [{candidate.source.number}]")
+        lines.append(f"- {step.query}{colon}{between.join(cited)}")
     if not lines:
         draft.trail.add("decide", "decline", "low_evidence", final=True, steps=len(draft.steps))
         yield from writing.decline(draft, [])
