@@ -67,6 +67,22 @@ def cjk_pairs(text: str, skip: Collection[str] = ()) -> list[str]:
     ]
 
 
+def romanised(name: str) -> tuple[str, ...]:
+    """A Chinese name as an English text writes it in pinyin, without tones, lower-cased: its
+    syllables joined and apart (祝福: "zhufu", "zhu fu"; 鲁迅: "luxun", "lu xun"); nothing for
+    a name with other characters than Chinese ones or of one character (a syllable alone
+    matches too much). pypinyin (its phrase dictionary: about 0.4 s and 60 MB the first time)
+    is imported only when a name is romanised."""
+    if len(name) < 2 or CJK_RUN.fullmatch(name) is None:
+        return ()
+    from pypinyin import Style, lazy_pinyin
+
+    syllables = lazy_pinyin(name, style=Style.NORMAL, errors="ignore")
+    if len(syllables) != len(name):
+        return ()
+    return ("".join(syllables), " ".join(syllables))
+
+
 def unmarked(text: str) -> str:
     """A Markdown source as its reader sees the words, for comparing (never for showing):
     emphasis markers left out, escaped characters as themselves. `**\\-9** 及 **\\-\\-best**`

@@ -33,7 +33,7 @@ from assistant.answering.values import ISO_DATE, NUMBER, date_in, dates, normali
 from assistant.retrieval.scope import Scope
 from assistant.retrieval.search import on_pages
 from assistant.retrieval.types import Hit
-from common.text import CJK, DASH, TOKEN, unmarked
+from common.text import CJK, DASH, TOKEN, romanised, unmarked
 from knowledge.models import Page
 
 TITLE = re.compile(r"《([^》]{1,40})》")
@@ -133,8 +133,9 @@ def present(anchor: str, text: str) -> bool:
     a command (`-9`, `--best`, `\\hline`) as a whole token, its leading dashes any dash ("-9"
     is not in "-90" nor in "2-9"); a short number or a word with digits needs its digit runs
     (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); words joined by slashes
-    may be joined otherwise (INR/USD is the variable inrusd); anything else its words as
-    written (case aside). A Markdown source counts as its reader sees it too: `**\\-9**` and
+    may be joined otherwise (INR/USD is the variable inrusd); a Chinese name may be written
+    in pinyin, as a word of its own (《祝福》 in "Zhufu by Lu Xun": common.text.romanised);
+    anything else its words as written (case aside). A Markdown source counts as its reader sees it too: `**\\-9**` and
     `foo\\_bar` hold -9 and foo_bar (common.text.unmarked)."""
     wanted = normalise(anchor)
     if _present(wanted, text):
@@ -158,12 +159,20 @@ def _present(wanted: str, text: str) -> bool:
     if SLASHED.fullmatch(wanted):  # INR/USD as a document's identifier writes it: inrusd, INR-USD
         parts = wanted.split("/")
         return any(joint.join(parts) in text for joint in ("", "-", "_", " "))
+    if in_pinyin(wanted, text):
+        return True
     runs = DIGITS.findall(wanted)
     if runs:
         return all(run in text for run in runs) and all(
             word in text for word in re.split(r"[\W\d_]+", wanted) if len(word) > 1
         )
     return False
+
+
+def in_pinyin(name: str, text: str) -> bool:
+    """Whether `text` (normalised) writes the Chinese name in pinyin, as a word of its own:
+    祝福 in an English text's "Zhufu by Lu Xun" (common.text.romanised)."""
+    return any(re.search(rf"(?<![a-z]){form}(?![a-z])", text) for form in romanised(name))
 
 
 def _option_in(option: str, text: str) -> bool:
@@ -270,8 +279,8 @@ def tables_named(question: str, sources: Sequence[Source]) -> list[int]:
 
 def _written(name: str) -> Q:
     """A page that holds the name as `present` would find it: words joined by slashes may be
-    joined otherwise there (INR/USD as inrusd); a Markdown page may escape its punctuation
-    (`\\-\\-best`, `foo\\_bar`)."""
+    joined otherwise there (INR/USD as inrusd); a Chinese name may be in pinyin; a Markdown
+    page may escape its punctuation (`\\-\\-best`, `foo\\_bar`)."""
     found = Q(text__icontains=name)
     escaped = PUNCTUATION.sub(r"\\\g<0>", name)
     if escaped != name:
@@ -280,4 +289,6 @@ def _written(name: str) -> Q:
         parts = normalise(name).split("/")
         for joint in ("", "-", "_", " "):
             found |= Q(text__icontains=joint.join(parts))
+    for form in romanised(name):  # PostgreSQL's \m and \M: a word's start and end
+        found |= Q(text__iregex=rf"\m{form}\M")
     return found

@@ -44,14 +44,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from assistant.answering import passages, policy
-from assistant.answering.evidence import COMMON, anchors, numbered, present
+from assistant.answering.evidence import COMMON, anchors, in_pinyin, numbered, present
 from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, measure_asked, normalise, states
 from assistant.retrieval.fusion import MEDIA_WORDS
 from common.language import language_of
 from common.text import is_cjk, unmarked
-from ingestion.terms import words
+from ingestion.terms import names, words
 
 # Words a question uses for the document it asks about, or for asking, that a passage need
 # not repeat ("the vignette says", "in the spreadsheet", "文档里写的"): never missing.
@@ -253,9 +253,9 @@ def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
     letters or more is held by its first six: "children" by "childr…"); Chinese ones as jieba
     cuts them, of two characters or more and without a question word or particle, and only
     where a passage is in Chinese (a word of three or more counts as held when its first and
-    last two characters are). Not the anchors: answering.evidence checks those. Not for a
-    question about a picture: a picture is found by what it shows, not by the words its
-    description holds."""
+    last two characters are; a name, when a passage writes it in pinyin). Not the anchors:
+    answering.evidence checks those. Not for a question about a picture: a picture is found
+    by what it shows, not by the words its description holds."""
     if MEDIA_WORDS.search(question):
         return 0.0, []
     named = {normalise(anchor) for anchor in anchors(question)}
@@ -284,6 +284,9 @@ def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
         return is_cjk(word[0]) and len(word) >= 3 and word[:2] in said and word[-2:] in said
 
     lacking = [word for word in asked if not held(word)]
+    if any(is_cjk(word[0]) for word in lacking):  # 鲁迅 in "Zhufu by Lu Xun"
+        named = set(names(question))
+        lacking = [word for word in lacking if not (word in named and in_pinyin(word, said))]
     return round(len(lacking) / len(asked), 3), lacking
 
 

@@ -8,6 +8,7 @@ from assistant.answering import evidence, router
 from assistant.answering.types import Source, Turn
 from assistant.answering.values import normalise
 from assistant.retrieval.types import Hit
+from common.text import romanised
 from ingestion import actions
 from knowledge.models import Document, Page
 
@@ -73,6 +74,17 @@ def test_words_joined_by_a_slash_may_be_joined_otherwise_in_the_document():
     assert not evidence.present("INR/EUR", text)
 
 
+def test_a_chinese_name_may_be_written_in_pinyin_in_an_english_document():
+    table = normalise("zhlipsum: Name | Paragraphs | Description\nzhufu — 110 — Zhufu by Lu Xun; xiangyu — 45")
+    assert evidence.missing("zhlipsum 预置的假文中，取自鲁迅《祝福》的那一份一共有多少段？", [table]) == []
+    assert evidence.missing("取自《故乡》的那一份一共有多少段？", [table]) == ["故乡"]
+    assert evidence.present("项羽", table)  # apart from its description's word: "xiangyu"
+    assert not evidence.present("祝福", normalise("the zhufuture module"))  # a word of its own
+    assert not evidence.present("福", table)  # one syllable matches too much
+    assert romanised("鲁迅") == ("luxun", "lu xun")
+    assert romanised("Lu 迅") == ()
+
+
 def test_a_row_named_by_its_label_must_be_a_row_of_a_table_in_the_passages():
     # ingestion.tables.Row says each row as "label — column: value; …"
     table = "Header 1 Header 2\nA — Header 1: 12.23; Header 2: blah blah\nB — Header 1: 1.23; Header 2: Salut"
@@ -125,6 +137,10 @@ def test_a_name_may_be_anywhere_in_the_document_a_number_only_in_the_passage(pri
     Page.objects.create(document=document, number=3, kind="pdf_page", text="R> merge(inrusd, lag(inrusd, -1))")
     assert evidence.unsupported("What is the INR/USD rate on the last date?", passage) == []  # page 3's inrusd
     assert evidence.unsupported("What is the EUR/USD rate on the last date?", passage) == ["EUR/USD"]
+    Page.objects.create(document=document, number=4, kind="pdf_page", text="zhufu: 110 paragraphs (Lu Xun)")
+    assert evidence.unsupported("《祝福》一共有多少段？", passage) == []  # page 4's zhufu
+    assert evidence.unsupported("《故乡》一共有多少段？", passage) == ["故乡"]
+    assert evidence.unsupported("《祝》一共有多少段？", passage) == ["祝"]
 
 
 def test_a_rewrite_that_lost_the_topic_searches_both_questions():

@@ -144,6 +144,18 @@ def test_a_chinese_questions_words_are_not_missing_from_english_passages():
     assert reader.absent("小册子里哪个计数模型拟合得最好？", [vignette]) == (0.0, [])
 
 
+def test_a_chinese_name_is_held_by_a_passage_that_writes_it_in_pinyin():
+    """Among Chinese passages, an English one writes the names in pinyin: 鲁迅 as "Lu Xun";
+    other words are not romanised (假文 is no name)."""
+    table = source(1, "zhufu — 110 — Zhufu by Lu Xun", "zhlipsum-en.pdf")
+    manual = source(2, "ctex 宏集的文档类选项。", "ctex.pdf")
+    _share, lacking = reader.absent("取自鲁迅的假文一共有多少段？", [table, manual])
+    assert "鲁迅" not in lacking
+    assert "假文" in lacking
+    _share, lacking = reader.absent("取自茅盾的假文一共有多少段？", [table, manual])
+    assert "茅盾" in lacking
+
+
 def test_absent_counts_a_documents_name_and_headings_as_said_and_leaves_anchors_out():
     spreadsheet = source(1, "Bowie | 1947 | 2016 | 69", "deaths.xlsx", ("Musicians",))
     share, lacking = reader.absent("How many children did David Bowie have in the deaths spreadsheet?", [spreadsheet])
