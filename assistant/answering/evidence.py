@@ -24,19 +24,22 @@ them otherwise than the document.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 
 from assistant.answering.types import Source
 from assistant.answering.values import ISO_DATE, NUMBER, date_in, dates, normalise, number_in, plain
 from assistant.retrieval.scope import Scope
-from assistant.retrieval.search import on_pages
+from assistant.retrieval.search import closest_holding, on_pages
 from assistant.retrieval.types import Hit
 from common.text import CJK, DASH, TOKEN, romanised, unmarked
 from knowledge.models import Page
 
 TITLE = re.compile(r"《([^》]{1,40})》")
+# A Chinese title is there as a title: in 《》 or quoted, or in pinyin in an English text
+# ("Zhufu by Lu Xun"); not as characters of a sentence (《故乡》 is not in "低头思故乡").
+TITLE_WRITTEN = ("《{}》", "“{}”", "「{}」", '"{}"')
 # A term the question quotes is meant as written: ctex's “小八号” is not its 八号. A short one
 # only (QUOTED_TERM_MAX characters in Chinese, words in English, no punctuation inside): a
 # quoted line of a poster or a sentence is matched by its words, not as one anchor.
@@ -73,12 +76,13 @@ ROW_ANCHOR = re.compile(r"row (\S+)")
 # caption at the start of a line ("Table 1: Comparison of …").
 TABLE_NUMBER = re.compile(r"(?i)\b(?:table|tab\.)\s*\d+|表\s*\d+")
 TABLE_PAGES = 3  # pages of the passages' documents read for a table the question names
+ELSEWHERE_CHUNKS = 3  # chunks holding a name the passages lack, looked at (`elsewhere`)
 
 
 def anchors(text: str) -> list[str]:
     """The question's anchors, in order, each once (numbers as plain digits: 65,536 is 65536)."""
     text = plain(text)
-    found: list[str] = [title.strip() for title in TITLE.findall(text)]
+    found: list[str] = [f"《{title.strip()}》" for title in TITLE.findall(text)]
     quoted = (term.strip() for term in QUOTED.findall(text))
     found += [term for term in quoted if _term(term)]
     found += [f"row {english or chinese}" for english, chinese in ROW_NAMED.findall(text)]
@@ -134,8 +138,9 @@ def present(anchor: str, text: str) -> bool:
     is not in "-90" nor in "2-9"); a short number or a word with digits needs its digit runs
     (70-79 holds if 70 and 79 are there; a day "8" in 2005-03-08); words joined by slashes
     may be joined otherwise (INR/USD is the variable inrusd); a Chinese name may be written
-    in pinyin, as a word of its own (《祝福》 in "Zhufu by Lu Xun": common.text.romanised);
-    anything else its words as written (case aside). A Markdown source counts as its reader sees it too: `**\\-9**` and
+    in pinyin, as a word of its own (祝福 in "Zhufu by Lu Xun": common.text.romanised); a
+    Chinese title as a title (`TITLE_WRITTEN`, or in pinyin); anything else its words as
+    written (case aside). A Markdown source counts as its reader sees it too: `**\\-9**` and
     `foo\\_bar` hold -9 and foo_bar (common.text.unmarked)."""
     wanted = normalise(anchor)
     if _present(wanted, text):
@@ -145,6 +150,12 @@ def present(anchor: str, text: str) -> bool:
 
 
 def _present(wanted: str, text: str) -> bool:
+    title = TITLE.fullmatch(wanted)
+    if title is not None:
+        name = title.group(1)
+        if not CJK.search(name):
+            return name in text
+        return any(form.format(name) in text for form in TITLE_WRITTEN) or in_pinyin(name, text)
     row = ROW_ANCHOR.fullmatch(wanted)
     if row is not None:
         return wanted in text or re.search(rf"(?<!\S){re.escape(row.group(1))} — ", text) is not None
@@ -217,19 +228,28 @@ def unsupported(question: str, sources: Sequence[Source], also: Sequence[str] = 
 
 
 def checked(
-    question: str, sources: Sequence[Source], scope: Scope, lacking: Sequence[str], also: Sequence[str] = ()
+    question: str,
+    sources: Sequence[Source],
+    scope: Scope,
+    lacking: Sequence[str],
+    also: Sequence[str] = (),
+    about: Callable[[Hit], bool] = lambda _hit: True,
 ) -> tuple[tuple[Source, ...], list[str], Source | None]:
     """The passages, the question's anchors they do not support, and the chunk brought in,
     from the anchors they were found to lack (`unsupported`, with the texts `also` counted):
     where they lack some, a chunk on the page of one of them (the best-ranked first) that
     holds every one they lack, and every number the question names (the row it asks about
     holds them all: "13" alone on a page about level 10 is not it), comes in as the last
-    passage, in place of the last one (`beside`), and they are checked again."""
+    passage, in place of the last one (`beside`); else, where they lack only names, the
+    chunk of another document that holds them all and is `about` the question (`elsewhere`);
+    and they are checked again."""
     sources = tuple(sources)
     if not lacking:
         return sources, [], None
     numbers = [anchor for anchor in anchors(question) if numbered(anchor)]
     nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])), tables_named(question, sources))
+    if nearby is None:
+        nearby = elsewhere(question, sources, scope, lacking, about)
     if nearby is None:
         return sources, list(lacking), None
     sources = (*sources[:-1], nearby)
@@ -251,6 +271,31 @@ def beside(sources: Sequence[Source], scope: Scope, wanted: Sequence[str], also:
         if all(present(anchor, text) for anchor in wanted):
             return Source(len(sources), hit)
     return None
+
+
+def elsewhere(
+    question: str,
+    sources: Sequence[Source],
+    scope: Scope,
+    lacking: Sequence[str],
+    about: Callable[[Hit], bool] = lambda _hit: True,
+) -> Source | None:
+    """Where the passages lack only names (`unsupported`: not in their documents at all),
+    the chunk of the scope that holds every one of them and is `about` the question (the
+    closest in meaning first, of the ELSEWHERE_CHUNKS closest: search.closest_holding), as
+    the last passage; None when they lack a number (it must be in the passages: the
+    neighbour's value is the usual mistake) or no such chunk holds them all. A Chinese
+    question about an English manual shares none of its words but the name: "用 zhlipsum
+    时…输出…段落" ranks ctex's pages on 段落 and 输出 over zhlipsum's manual, which says how.
+    A near miss's name is in no document, or only where nothing of the question is said
+    ("TeXstudio" in a list of editors, asked for its shortcut): still declined."""
+    if not sources or not lacking or any(numbered(anchor) for anchor in lacking):
+        return None
+    held = Q()
+    for name in lacking:
+        held &= _written(name)
+    found = next((hit for hit in closest_holding(scope, question, held, ELSEWHERE_CHUNKS) if about(hit)), None)
+    return Source(len(sources), found) if found is not None else None
 
 
 def tables_named(question: str, sources: Sequence[Source]) -> list[int]:
@@ -279,8 +324,18 @@ def tables_named(question: str, sources: Sequence[Source]) -> list[int]:
 
 def _written(name: str) -> Q:
     """A page that holds the name as `present` would find it: words joined by slashes may be
-    joined otherwise there (INR/USD as inrusd); a Chinese name may be in pinyin; a Markdown
-    page may escape its punctuation (`\\-\\-best`, `foo\\_bar`)."""
+    joined otherwise there (INR/USD as inrusd); a Chinese name may be in pinyin, a Chinese
+    title is there as a title; a Markdown page may escape its punctuation (`\\-\\-best`, `foo\\_bar`)."""
+    title = TITLE.fullmatch(name)
+    if title is not None:
+        if not CJK.search(title.group(1)):
+            return Q(text__icontains=title.group(1))
+        found = Q()
+        for form in TITLE_WRITTEN:
+            found |= Q(text__icontains=form.format(title.group(1)))
+        for form in romanised(title.group(1)):
+            found |= Q(text__iregex=rf"\m{form}\M")
+        return found
     found = Q(text__icontains=name)
     escaped = PUNCTUATION.sub(r"\\\g<0>", name)
     if escaped != name:

@@ -24,7 +24,7 @@ from knowledge.models import Document, Page
         ("In TeXworks, which preference hides the output panel?", ["TeXworks"]),
         ("How far do the whiskers of a box plot reach by default?", []),
         ("SnowNLP 的情感分析准确率是多少？", ["SnowNLP"]),
-        ("2006 年版《TeX Live 指南》是谁翻译的？", ["TeX Live 指南", "2006", "TeX", "Live"]),
+        ("2006 年版《TeX Live 指南》是谁翻译的？", ["《TeX Live 指南》", "2006", "TeX", "Live"]),
         ("三沙市的常住人口是多少？", []),
         ("What is the Junior value on 8 March 2005?", ["Junior", "2005-03-08"]),  # one date, in any form
         ("2020年3月5日发布了什么？", ["2020-03-05"]),
@@ -77,7 +77,12 @@ def test_words_joined_by_a_slash_may_be_joined_otherwise_in_the_document():
 def test_a_chinese_name_may_be_written_in_pinyin_in_an_english_document():
     table = normalise("zhlipsum: Name | Paragraphs | Description\nzhufu — 110 — Zhufu by Lu Xun; xiangyu — 45")
     assert evidence.missing("zhlipsum 预置的假文中，取自鲁迅《祝福》的那一份一共有多少段？", [table]) == []
-    assert evidence.missing("取自《故乡》的那一份一共有多少段？", [table]) == ["故乡"]
+    assert evidence.missing("取自《故乡》的那一份一共有多少段？", [table]) == ["《故乡》"]
+    # a Chinese title is there as a title (in 《》 or quotes, or in pinyin), not inside a sentence
+    poem = "\\newzhlipsum{jingyesi}{{床前明月光，}, {疑是地上霜。}, {举头望明月，}, {低头思故乡。}}"
+    assert evidence.missing("取自《故乡》的那一份一共有多少段？", [poem]) == ["《故乡》"]
+    assert evidence.missing("《通用规范汉字表》增补了什么？", ["包含《通用规范汉字表》汉字"]) == []
+    assert evidence.missing("“故乡”一共有多少段？", [poem]) == []  # a quoted term is a term, not a title
     assert evidence.present("项羽", table)  # apart from its description's word: "xiangyu"
     assert not evidence.present("祝福", normalise("the zhufuture module"))  # a word of its own
     assert not evidence.present("福", table)  # one syllable matches too much
@@ -139,8 +144,11 @@ def test_a_name_may_be_anywhere_in_the_document_a_number_only_in_the_passage(pri
     assert evidence.unsupported("What is the EUR/USD rate on the last date?", passage) == ["EUR/USD"]
     Page.objects.create(document=document, number=4, kind="pdf_page", text="zhufu: 110 paragraphs (Lu Xun)")
     assert evidence.unsupported("《祝福》一共有多少段？", passage) == []  # page 4's zhufu
-    assert evidence.unsupported("《故乡》一共有多少段？", passage) == ["故乡"]
-    assert evidence.unsupported("《祝》一共有多少段？", passage) == ["祝"]
+    assert evidence.unsupported("《故乡》一共有多少段？", passage) == ["《故乡》"]
+    assert evidence.unsupported("《祝》一共有多少段？", passage) == ["《祝》"]
+    Page.objects.create(document=document, number=5, kind="pdf_page", text="低头思故乡。《呐喊》收录了它。")
+    assert evidence.unsupported("《故乡》一共有多少段？", passage) == ["《故乡》"]  # not as a title
+    assert evidence.unsupported("《呐喊》一共有多少段？", passage) == []
 
 
 def test_a_rewrite_that_lost_the_topic_searches_both_questions():
