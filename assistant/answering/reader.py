@@ -49,6 +49,7 @@ from assistant.answering.evidence import said as evidence_said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, measure_asked, normalise, states
 from assistant.retrieval.fusion import MEDIA_WORDS
+from assistant.retrieval.types import Hit
 from common.language import language_of
 from common.text import is_cjk, unmarked
 from ingestion.terms import names, words
@@ -288,6 +289,15 @@ def absent(question: str, sources: Sequence[Source]) -> tuple[float, list[str]]:
         named = set(names(question))
         lacking = [word for word in lacking if not (word in named and in_pinyin(word, said))]
     return round(len(lacking) / len(asked), 3), lacking
+
+
+def about(question: str, hit: Hit) -> bool:
+    """Whether a passage mentions enough of what the question asks (`absent`, against
+    policy.READER_ABSENT_MAX for the question's language) to be read for it: a chunk that
+    only holds a name the question gives is not ("TeXstudio" in a list of editors, for
+    "What is the keyboard shortcut for typesetting in TeXstudio?")."""
+    share, _lacking = absent(question, [Source(1, hit)])
+    return share <= policy.READER_ABSENT_MAX[language_of(question)]
 
 
 def _anchor_share(named: Sequence[str], text: str) -> float:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from functools import partial
 from typing import Any, ClassVar
 
 from django.conf import settings
 
 from assistant.answering import answer as answers
-from assistant.answering import cells, evidence, modes, planner, prompts, router, writing
+from assistant.answering import cells, evidence, modes, planner, prompts, reader, router, writing
 from assistant.answering.events import AnswerDelta, Event, Planned, Retrieved, Rewritten, StepFound, StepStarted
 from assistant.answering.session import Draft
 from assistant.answering.types import Source, StepEvidence, Strategy
@@ -108,8 +109,8 @@ class Direct(AnswerStrategy):
     def _check_anchors(self, draft: Draft) -> list[str] | None:
         """What the question names that the passages lack (None when they hold it all); a
         table cell whose table lacks it gives way to the plain passages first, and a chunk
-        on a passage's page that holds what they lack comes in as the last passage
-        (evidence.beside)."""
+        on a passage's page, or of another document where they lack only names, that holds
+        what they lack comes in as the last passage (evidence.checked)."""
         lacking = self.lacking_in(draft)
         if draft.cell is not None and lacking and draft.results is not None:
             # the question names more than the cell's table holds: as without it
@@ -118,14 +119,15 @@ class Direct(AnswerStrategy):
                 draft.sources = plain
                 lacking = self.lacking_in(draft)
         named = len(evidence.anchors(draft.session.question))
+        question = draft.session.question
         draft.sources, lacking, nearby = evidence.checked(
-            draft.session.question, draft.sources, draft.session.scope, lacking, draft.remembered
+            question, draft.sources, draft.session.scope, lacking, draft.remembered, partial(reader.about, question)
         )
         if nearby is not None:
             draft.trail.add(
                 "anchors",
                 "found",
-                "a chunk on a passage's page holds what the passages lack",
+                "a chunk of their pages or of another document holds what the passages lack",
                 page=nearby.hit.page_number,
                 file=nearby.hit.document_name,
             )
@@ -265,7 +267,9 @@ class MultiStep(AnswerStrategy):
             lacking = evidence.unsupported(found.query, own, draft.remembered) if own else []
             if not lacking:
                 continue
-            _, _, nearby = evidence.checked(found.query, own, draft.session.scope, lacking, draft.remembered)
+            _, _, nearby = evidence.checked(
+                found.query, own, draft.session.scope, lacking, draft.remembered, partial(reader.about, found.query)
+            )
             if nearby is None:
                 continue
             last = own[-1]
@@ -273,7 +277,7 @@ class MultiStep(AnswerStrategy):
             draft.trail.add(
                 "anchors",
                 "found",
-                "a chunk on a step's passage's page holds what they lack",
+                "a chunk of their pages or of another document holds what a step's passages lack",
                 step=found.number,
                 page=nearby.hit.page_number,
                 file=nearby.hit.document_name,

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
+from django.db.models import Q
+from pgvector.django import CosineDistance
 
 from assistant.retrieval.dense import search_dense, search_image
 from assistant.retrieval.fusion import media_intent, rrf, source_weight, weighted
@@ -219,6 +221,25 @@ def on_pages(scope: Scope, page_ids: Sequence[int], exclude: Sequence[int] = ())
     # Stable: a page's tables first, then the rest in the page's order.
     ordered = sorted(chunks, key=lambda chunk: (place[chunk.page_id], chunk.kind != Chunk.Kind.TABLE))
     return [_hit(chunk, {}, 0.0, None, chunk.weight, 0.0) for chunk in ordered]
+
+
+def closest_holding(scope: Scope, query: str, held: Q, k: int = 1) -> list[Hit]:
+    """The searchable chunks of the scope's versions that `held` (a filter on their text)
+    selects, the closest in meaning to `query` first (the text embedder's cosine, over those
+    chunks alone), at most k: the chunks that hold what a question names, whatever the
+    channels made of its other words. Not ranked: no channel found them."""
+    if not scope.versions:
+        return []
+    model_id, vector, _ms = _embed_query(" ".join(query.split())[: settings.MAX_QUERY_CHARS])
+    versions = [version.pk for version in scope.versions if version.embedder_id == model_id]
+    chunks = (
+        Chunk.objects.filter(held, searchable=True, index_version_id__in=versions, embedding__isnull=False)
+        .select_related("document", "page")
+        .defer("embedding", "image_embedding", "terms")
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance", "pk")[:k]
+    )
+    return [_hit(chunk, {}, 0.0, None, chunk.weight, 0.0) for chunk in chunks]
 
 
 def _hit(

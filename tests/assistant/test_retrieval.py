@@ -708,3 +708,62 @@ def test_a_table_the_question_names_is_read_on_its_captions_page(corpus, alice, 
     assert nearby is not None
     assert nearby.hit.page_number == 3
     assert evidence.checked(question, passages, scope_for(charlie), ["70-79"]) == (passages, ["70-79"], None)
+
+
+ZHLIPSUM = (
+    "# zhlipsum\n\nThe zhlipsum package typesets Chinese dummy text.\n\n"
+    "# Paragraphs\n\n\\zhlipsum[-] produces all paragraphs of the dummy text.\n\n"
+    "# Names\n\nThe dummy text nanshanjing has 43 paragraphs."
+)
+
+
+def test_a_name_the_passages_documents_lack_brings_in_the_closest_chunk_that_holds_it(corpus, alice, charlie):
+    """A Chinese question naming an English package shares none of its manual's words but
+    the name: the passages (about 年假) lack it, and a chunk of the manual that holds it (the
+    closest to the question of those that do) comes in as the last passage
+    (evidence.elsewhere), in the asker's scope only; a lacking number is never looked for
+    elsewhere, nor a name no document holds."""
+    from assistant.answering import evidence
+    from assistant.answering.types import Source
+
+    ingest(corpus, {"zhlipsum.md": ZHLIPSUM})
+    leave = search(alice, "年假需提前一周申请", k=2).hits
+    passages = tuple(Source(number, hit) for number, hit in enumerate(leave, start=1))
+    question = "用 zhlipsum 时，要输出全部段落，段落参数该怎么写？"
+    assert evidence.unsupported(question, passages) == ["zhlipsum"]
+    sources, lacking, nearby = evidence.checked(question, passages, scope_for(alice), ["zhlipsum"])
+    assert nearby is not None
+    assert lacking == []
+    assert nearby.hit.document_name == "zhlipsum.md"
+    assert "zhlipsum" in nearby.hit.text
+    assert [source.number for source in sources] == [1, 2]
+    assert sources[0] == passages[0]
+    asked = "nanshanjing 这份假文有多少段？"
+    named = evidence.checked(asked, passages, scope_for(alice), ["nanshanjing"])[2]
+    assert named is not None
+    assert "43 paragraphs" in named.hit.text
+    assert evidence.checked(question, passages, scope_for(charlie), ["zhlipsum"]) == (passages, ["zhlipsum"], None)
+    versioned = "zhlipsum 2.0 有哪些选项？"
+    lacking = ["zhlipsum", "2.0"]
+    assert evidence.checked(versioned, passages, scope_for(alice), lacking)[1:] == (lacking, None)
+    assert evidence.checked(question, passages, scope_for(alice), ["zhlorem"])[1:] == (["zhlorem"], None)
+
+
+def test_a_chunk_that_only_holds_the_name_is_not_brought_in_for_it(corpus, alice):
+    """A near miss: the editor is named in a list of editors, which says nothing of its
+    shortcuts (reader.about); a chunk about them is brought in."""
+    from functools import partial
+
+    from assistant.answering import evidence, reader
+    from assistant.answering.types import Source
+
+    ingest(corpus, {"editors.md": "# Editors\n\nTeXstudio is a fork of Texmaker with extra features."})
+    leave = search(alice, "年假需提前一周申请", k=2).hits
+    passages = tuple(Source(number, hit) for number, hit in enumerate(leave, start=1))
+    question = "What is the keyboard shortcut for typesetting in TeXstudio?"
+    about = partial(reader.about, question)
+    assert evidence.checked(question, passages, scope_for(alice), ["TeXstudio"], (), about)[1:] == (["TeXstudio"], None)
+    ingest(corpus, {"keys.md": "# Keys\n\nIn TeXstudio the keyboard shortcut for typesetting is F5."})
+    nearby = evidence.checked(question, passages, scope_for(alice), ["TeXstudio"], (), about)[2]
+    assert nearby is not None
+    assert nearby.hit.document_name == "keys.md"
