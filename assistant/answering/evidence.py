@@ -241,19 +241,23 @@ def checked(
     holds every one they lack, and every number the question names (the row it asks about
     holds them all: "13" alone on a page about level 10 is not it), comes in as the last
     passage, in place of the last one (`beside`); else, where they lack only names, the
-    chunk of another document that holds them all and is `about` the question (`elsewhere`);
-    and they are checked again."""
+    chunk of another document that holds them all and is `about` the question (`elsewhere`)
+    comes in as the first, the others after it, the last left out; and they are checked
+    again."""
     sources = tuple(sources)
     if not lacking:
         return sources, [], None
     numbers = [anchor for anchor in anchors(question) if numbered(anchor)]
     nearby = beside(sources, scope, list(dict.fromkeys([*lacking, *numbers])), tables_named(question, sources))
-    if nearby is None:
-        nearby = elsewhere(question, sources, scope, lacking, about)
-    if nearby is None:
+    if nearby is not None:
+        sources = (*sources[:-1], nearby)
+        return sources, unsupported(question, sources, also), nearby
+    found = elsewhere(question, sources, scope, lacking, about)
+    if found is None:
         return sources, list(lacking), None
-    sources = (*sources[:-1], nearby)
-    return sources, unsupported(question, sources, also), nearby
+    # The passages' documents never name what it asks about: the chunk that does leads.
+    sources = (Source(1, found.hit), *(Source(source.number + 1, source.hit, source.step) for source in sources[:-1]))
+    return sources, unsupported(question, sources, also), sources[0]
 
 
 def beside(sources: Sequence[Source], scope: Scope, wanted: Sequence[str], also: Sequence[int] = ()) -> Source | None:
@@ -282,8 +286,8 @@ def elsewhere(
 ) -> Source | None:
     """Where the passages lack only names (`unsupported`: not in their documents at all),
     the chunk of the scope that holds every one of them and is `about` the question (the
-    closest in meaning first, of the ELSEWHERE_CHUNKS closest: search.closest_holding), as
-    the last passage; None when they lack a number (it must be in the passages: the
+    closest in meaning first, of the ELSEWHERE_CHUNKS closest: search.closest_holding),
+    numbered as the last passage; None when they lack a number (it must be in the passages: the
     neighbour's value is the usual mistake) or no such chunk holds them all. A Chinese
     question about an English manual shares none of its words but the name: "用 zhlipsum
     时…输出…段落" ranks ctex's pages on 段落 and 输出 over zhlipsum's manual, which says how.

@@ -720,7 +720,7 @@ ZHLIPSUM = (
 def test_a_name_the_passages_documents_lack_brings_in_the_closest_chunk_that_holds_it(corpus, alice, charlie):
     """A Chinese question naming an English package shares none of its manual's words but
     the name: the passages (about 年假) lack it, and a chunk of the manual that holds it (the
-    closest to the question of those that do) comes in as the last passage
+    closest to the question of those that do) comes in as the first passage
     (evidence.elsewhere), in the asker's scope only; a lacking number is never looked for
     elsewhere, nor a name no document holds."""
     from assistant.answering import evidence
@@ -736,8 +736,8 @@ def test_a_name_the_passages_documents_lack_brings_in_the_closest_chunk_that_hol
     assert lacking == []
     assert nearby.hit.document_name == "zhlipsum.md"
     assert "zhlipsum" in nearby.hit.text
-    assert [source.number for source in sources] == [1, 2]
-    assert sources[0] == passages[0]
+    assert [source.number for source in sources] == [1, 2]  # it leads; the last passage gives way
+    assert (sources[0].hit, sources[1].hit) == (nearby.hit, passages[0].hit)
     asked = "nanshanjing 这份假文有多少段？"
     named = evidence.checked(asked, passages, scope_for(alice), ["nanshanjing"])[2]
     assert named is not None
