@@ -7,8 +7,8 @@ does the negative binomial model (fm_nbin) have?"). The local model, given a tab
 twenty such cells, often reads the cell next door (on the public evaluation it gave the
 right value for about a fifth of the table questions). This module finds the cell whose
 row header and column path hold the question's words, and only answers when exactly one
-cell is best and both its row and its column were named: otherwise the model answers as
-before.
+cell is best and both its row and its column were named, in a table that holds every
+Chinese name the question gives: otherwise the model answers as before.
 
 Words are compared case-folded and width-folded; a trailing plural s is dropped; numbers
 split at dashes and commas, so "aged 60 to 69" names the row "60–69" and "(73,84]" the row
@@ -33,15 +33,20 @@ from pathlib import PurePath
 from django.conf import settings
 
 from assistant.answering.answer import sources_of
-from assistant.answering.evidence import COMMON, TABLE_NUMBER
+from assistant.answering.evidence import COMMON, TABLE_NUMBER, in_pinyin
 from assistant.answering.types import Source
 from assistant.answering.values import normalise
 from assistant.retrieval.scope import Scope
 from assistant.retrieval.search import on_pages, search
 from assistant.retrieval.types import Hit, SearchResults
 from common.text import cjk_pairs
+from ingestion.terms import names
 from portal.typing import AnyUser
 
+# A Chinese name the question gives must be in the cell's table: one of three characters or
+# more (神农架林区, 嘉峪关市); jieba tags many two-character words as names (正文, 深度), and
+# "以小四号为正文" is a question about ctex's table of sizes, which never says 正文.
+NAME_CHARS = 3
 CANDIDATES = 10  # hits searched for a cell: the fused ones after the passages, and lexical ones
 SENTENCE = re.compile(r"^(?P<label>.+?) — (?P<cells>.+: .+)$")
 WORD = re.compile(r"[a-z0-9][a-z0-9_.]*[a-z0-9]|[a-z0-9]")
@@ -149,8 +154,9 @@ def read(question: str, sources: Sequence[Source]) -> Cell | None:
     if not wanted:
         return None
     scored: list[tuple[float, frozenset[str], Cell]] = []
+    given = [name for name in names(question) if len(name) >= NAME_CHARS]
     for source in sources:
-        if source.hit.kind != "table":
+        if source.hit.kind != "table" or not _holds(source.hit, given):
             continue
         cells = _cells(source)
         # Words that name the file name no cell: "the deaths spreadsheet" is not "Date of death".
@@ -166,6 +172,15 @@ def read(question: str, sources: Sequence[Source]) -> Cell | None:
     if any(not other < named for _w, other, cell in scored[1:] if cell.value != best.value):
         return None
     return best
+
+
+def _holds(hit: Hit, named: Sequence[str]) -> bool:
+    """Whether a table's chunk (or its file's name) holds every Chinese name the question
+    gives (ingestion.terms.names, of NAME_CHARS or more), as written or in pinyin:
+    "神农架林区的 12 位行政区划代码" is a row of the districts' table, not the cell of a
+    table of contents whose row says "第 12 节" and whose column says "代码实现"."""
+    text = normalise(f"{hit.document_name} {hit.text}")
+    return all(normalise(name) in text or in_pinyin(name, text) for name in named)
 
 
 def words(text: str, parts: bool = False) -> set[str]:

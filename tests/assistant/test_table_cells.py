@@ -143,3 +143,16 @@ def test_a_row_header_joined_by_a_hyphen_is_one_name():
     assert value("What is the size of git-buildpackage?", packages, kernel) == "7351"
     # A column header's compound still names its parts: "the hurdle model" is "Hurdle-NB".
     assert value("What AIC does the hurdle model have?", table(COUNTREG, 4)) == "24210.1"
+
+
+def test_a_cell_is_read_only_from_a_table_that_holds_the_chinese_names_the_question_gives():
+    """ "神农架林区的 12 位…代码" names row "第 12 节" and column "代码实现" of a table of contents
+    by their words alone; the districts' table holds the name, the contents do not."""
+    rows = [["章节", "第 14 节 代码实现", "页码"], ["第 12 节 宏集依赖", "版本历史", "30"]]
+    rows.append(["第 13 节 排版", "字体", "40"])
+    contents = table(rows, 1, number=1, name="ctex.pdf")
+    question = "神农架林区的 12 位行政区划代码是多少？"
+    assert value("第 12 节的代码实现在哪一页？", contents) is not None  # without a name: read as before
+    assert value(question, contents) is None
+    districts = table([["名称", "代码"], ["神农架林区", "429021000000"], ["武汉市", "420100000000"]], 1, number=2)
+    assert value(question, contents, districts) == "429021000000"
