@@ -256,7 +256,7 @@ def checked(
     if found is None:
         return sources, list(lacking), None
     # The passages' documents never name what it asks about: the chunk that does leads.
-    sources = (Source(1, found.hit), *(Source(source.number + 1, source.hit, source.step) for source in sources[:-1]))
+    sources = (Source(1, found), *(Source(source.number + 1, source.hit, source.step) for source in sources[:-1]))
     return sources, unsupported(question, sources, also), sources[0]
 
 
@@ -283,11 +283,11 @@ def elsewhere(
     scope: Scope,
     lacking: Sequence[str],
     about: Callable[[Hit], bool] = lambda _hit: True,
-) -> Source | None:
+) -> Hit | None:
     """Where the passages lack only names (`unsupported`: not in their documents at all),
     the chunk of the scope that holds every one of them and is `about` the question (the
     closest in meaning first, of the ELSEWHERE_CHUNKS closest: search.closest_holding),
-    numbered as the last passage; None when they lack a number (it must be in the passages: the
+    or None when they lack a number (it must be in the passages: the
     neighbour's value is the usual mistake) or no such chunk holds them all. A Chinese
     question about an English manual shares none of its words but the name: "用 zhlipsum
     时…输出…段落" ranks ctex's pages on 段落 and 输出 over zhlipsum's manual, which says how.
@@ -298,8 +298,7 @@ def elsewhere(
     held = Q()
     for name in lacking:
         held &= _written(name)
-    found = next((hit for hit in closest_holding(scope, question, held, ELSEWHERE_CHUNKS) if about(hit)), None)
-    return Source(len(sources), found) if found is not None else None
+    return next((hit for hit in closest_holding(scope, question, held, ELSEWHERE_CHUNKS) if about(hit)), None)
 
 
 def tables_named(question: str, sources: Sequence[Source]) -> list[int]:
@@ -334,11 +333,9 @@ def _written(name: str) -> Q:
     if title is not None:
         if not CJK.search(title.group(1)):
             return Q(text__icontains=title.group(1))
-        found = Q()
+        found = _pinyin_written(title.group(1))
         for form in TITLE_WRITTEN:
             found |= Q(text__icontains=form.format(title.group(1)))
-        for form in romanised(title.group(1)):
-            found |= Q(text__iregex=rf"\m{form}\M")
         return found
     found = Q(text__icontains=name)
     escaped = PUNCTUATION.sub(r"\\\g<0>", name)
@@ -348,6 +345,14 @@ def _written(name: str) -> Q:
         parts = normalise(name).split("/")
         for joint in ("", "-", "_", " "):
             found |= Q(text__icontains=joint.join(parts))
-    for form in romanised(name):  # PostgreSQL's \m and \M: a word's start and end
+    return found | _pinyin_written(name)
+
+
+def _pinyin_written(name: str) -> Q:
+    """A page that writes the Chinese name in pinyin as a word of its own, as `in_pinyin`
+    finds it (PostgreSQL's \\m and \\M: a word's start and end); an empty Q, which adds
+    nothing to the alternatives it is joined to, for a name with no pinyin."""
+    found = Q()
+    for form in romanised(name):
         found |= Q(text__iregex=rf"\m{form}\M")
     return found

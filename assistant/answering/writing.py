@@ -219,8 +219,7 @@ def shown(draft: Draft, limit: int) -> list[Hit]:
     passages lack."""
     if draft.lacking is not None:
         return []
-    final = draft.trail.final()
-    declined = final is not None and final.outcome == DECLINE
+    declined = _declined(draft)
     unique = {hit.chunk_id: hit for hit in draft.media if not declined or hit.promoted}
     return list(unique.values())[:limit]
 
@@ -231,8 +230,7 @@ def cite_pictures(draft: Draft, pictures: Sequence[Hit]) -> Iterator[Event]:
     (a picture among them keeps its number), and one line names those the text has not cited
     yet. "Do we have a photo of a pagoda by a lake?" is answered by the pictures, whichever
     sentence the reader quoted."""
-    final = draft.trail.final()
-    if not pictures or (final is not None and final.outcome == DECLINE) or refused(draft):
+    if not pictures or _declined(draft) or refused(draft):
         return
     numbers = {source.hit.chunk_id: source.number for source in draft.sources}
     sources = list(draft.sources)
@@ -250,3 +248,9 @@ def cite_pictures(draft: Draft, pictures: Sequence[Hit]) -> Iterator[Event]:
     draft.text += addition
     draft.trail.add("attach", "cited", "the pictures the search found, each cited", count=len(listed))
     yield AnswerDelta(addition)
+
+
+def _declined(draft: Draft) -> bool:
+    """Whether the decision that settled the answer so far declined it."""
+    final = draft.trail.final()
+    return final is not None and final.outcome == DECLINE
