@@ -18,24 +18,29 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections
-from mem0.exceptions import LLMError
 
-from assistant.memory import backends, history, revisions
+from assistant.memory import revisions
 from assistant.memory.errors import MemoryAccessError, MemoryInputError, MemoryNotFound, MemoryUnavailable
 from assistant.memory.gate import gate
 from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
-from assistant.memory.setup import build, sqlite_history_path, stored_dims
 from audit.log import record
 from audit.models import Action
 from common.language import Language, language_of
 from portal.typing import AnyUser
 from providers import registry
 from providers.base import ChatMessage, ProviderError
+
+if TYPE_CHECKING:
+    from assistant.memory import backends
+
+# mem0 (with openai, qdrant and opentelemetry: about 1.5 s of imports) is imported when a
+# process first uses memory, not by every process that imports this module: the admin and the
+# account signals import it at start, in each web and worker process and each manage.py run.
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +174,10 @@ class Memories:
     def _extract(
         self, uid: str, said: str, language: Language, metadata: dict[str, Any]
     ) -> tuple[list[MemoryItem], bool]:
+        from mem0.exceptions import LLMError
+
+        from assistant.memory import backends
+
         backends.forget_output()
         try:
             added = self._mem0.add(
@@ -411,6 +420,9 @@ def forget_user(uid: str) -> int:
         return memories().purge(uid)
     except MemoryUnavailable:
         pass
+    from assistant.memory import history
+    from assistant.memory.setup import sqlite_history_path, stored_dims
+
     if stored_dims() is None:
         return 0
     with connections["default"].cursor() as cursor:
@@ -454,6 +466,8 @@ def memories() -> Memories:
         return _service
     with _lock:
         if _service is None:
+            from assistant.memory.setup import build
+
             _service = Memories(build())
         return _service
 
