@@ -79,9 +79,7 @@ class Command(BaseCommand):
         supervisor.env = services.start(say=self._print)
         python, manage = sys.executable, str(settings.BASE_DIR / "manage.py")
         url = f"http://{_url_host(host)}:{port}/"
-        supervisor.run_once("setup", [python, manage, "migrate", "--noinput"])
-        supervisor.run_once("setup", [python, manage, "ensure_admin", "--url", url])
-        supervisor.run_once("setup", [python, manage, "models", "--install"])
+        supervisor.run_once("setup", [python, manage, "prepare", "--url", url])
         supervisor.start("web", web_command(host, port, settings.REQUEST_TIMEOUT))
         supervisor.start("worker", worker_command(f"portal@{socket.gethostname()}", settings.WORKER_CONCURRENCY))
         if settings.QUICK_INGEST_BYTES:  # small uploads, searchable while a long document is read
