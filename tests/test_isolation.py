@@ -14,40 +14,42 @@ team's collection, and her own conversation, memory, token and team membership.
   editor's writes go through, and only a team admin manages;
 - an API token authenticates the API and websockets, never pages;
 - media are only served through the access-checked routes above;
-- websockets: 4401 anonymous, 4404 for a collection the caller cannot see.
+- websockets: 4401 anonymous, 4404 for a collection the caller cannot see
+  (tests/test_isolation_sockets.py).
 
-A route that is not classified here fails the test, so new endpoints must join it. The MCP
+A route that is not classified here fails the test, so new endpoints must join it. alice's
+objects are made once per module and process (`world`); each test runs in a savepoint of
+that transaction, rolled back after it, as Django's TestCase does with setUpTestData. The MCP
 server at /mcp/ is not a Django route: its tools are held to the same rules, with another
 user's token, in tests/agents/test_mcp.py."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 import pytest
-import websockets
 from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
+from django.db import transaction
+from django.test import override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from assistant.memory.service import memories
 from assistant.models import Conversation, Message
 from ingestion.actions import do_add_document
 from knowledge import actions
-from knowledge.models import Document, IndexVersion, Page, PageImage, Role
+from knowledge.models import Document, IndexVersion, Page, PageImage, Role, Team
 from portal.routing import websocket_urlpatterns
 from quality.models import EvaluationRun, Feedback, GoldenQuestion
 from sources.actions import do_save_source
 from sources.models import Source, SyncRun
 from sources.remotes import Credentials
-from tests.conftest import make_user, set_role
-
-pytestmark = pytest.mark.usefixtures("media")
+from tests.conftest import make_collection, make_user, set_role
 
 # Routes anyone may open (allauth's own pages and the admin login are under their prefixes).
 PUBLIC = {"healthz", "favicon", "schema", "api-docs", "set_language"}
@@ -252,40 +254,87 @@ def _document(collection, name: str, text: str) -> dict[str, Any]:
     }
 
 
+@dataclass
+class World:
+    """alice, bob (a viewer of her team), the team and alice's objects (her two collections:
+    "private" and "shared")."""
+
+    alice: Any
+    bob: Any
+    team: Team
+    objects: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[World]:
+    """Made once for the module's ~570 tests (each made them anew before: a third of the
+    module's time), in a transaction rolled back at the module's end; the files they store
+    go to a MEDIA_ROOT of the module's own."""
+    media = tmp_path_factory.mktemp("isolation") / "media"
+    with override_settings(MEDIA_ROOT=media), django_db_blocker.unblock(), transaction.atomic():
+        alice, bob = make_user("alice"), make_user("bob")
+        team = actions.do_create_team(alice, "Research")
+        actions.do_add_member(team, bob, Role.VIEWER)
+        private_collection = make_collection(alice, "Alice's notes")
+        team_collection = make_collection(alice, "Team handbook", team=team)
+        token, _key = actions.do_create_token(alice, "alice's integration")
+        erin = make_user("erin")
+        invitation = actions.do_invite(actions.do_create_team(erin, "Guild of Erin"), alice.email, Role.EDITOR, erin)
+        team_invitation = actions.do_invite(team, "frank@example.com", Role.VIEWER, alice)
+        conversation = Conversation.objects.create(user=alice, title="alice's question")
+        Message.objects.create(conversation=conversation, role="user", content="alice's question")
+        answer = Message.objects.create(conversation=conversation, role="assistant", content="alice's answer")
+        feedback = Feedback.objects.create(
+            message=answer, user=alice, rating="down", question="alice's question", answer="alice's answer"
+        )
+        feedback.collections.add(private_collection)
+        objects = {
+            "private": _document(private_collection, "Alice's notes.md", "alice-private-text"),
+            "shared": _document(team_collection, "Team handbook.md", "team-text"),
+            "conversation": conversation.pk,
+            "message": answer.pk,
+            "feedback": feedback.pk,
+            "page_number": 1,
+            "version_number": 1,
+            "held_number": 9,
+            "team": team.pk,
+            "membership": team.memberships.get(user=bob).pk,
+            "token": token.pk,
+            "invitation": invitation.pk,
+            "team_invitation": team_invitation.pk,
+        }
+        yield World(alice, bob, team, objects)
+        transaction.set_rollback(True)
+
+
+# The conftest's fixtures of the same names, taken from the world (fresh from the database:
+# a test's writes are rolled back with its savepoint, not in the objects it was given).
+
+
 @pytest.fixture
-def objects(request, alice, bob, team, private_collection, team_collection) -> dict[str, Any]:
-    token, _key = actions.do_create_token(alice, "alice's integration")
-    erin = make_user("erin")
-    invitation = actions.do_invite(actions.do_create_team(erin, "Guild of Erin"), alice.email, Role.EDITOR, erin)
-    team_invitation = actions.do_invite(team, "frank@example.com", Role.VIEWER, alice)
-    conversation = Conversation.objects.create(user=alice, title="alice's question")
-    Message.objects.create(conversation=conversation, role="user", content="alice's question")
-    answer = Message.objects.create(conversation=conversation, role="assistant", content="alice's answer")
-    feedback = Feedback.objects.create(
-        message=answer, user=alice, rating="down", question="alice's question", answer="alice's answer"
-    )
-    feedback.collections.add(private_collection)
-    # A memory costs an embedding: only the memory routes' tests get one.
+def alice(world, db):
+    return get_user_model().objects.get(pk=world.alice.pk)
+
+
+@pytest.fixture
+def bob(world, db):
+    return get_user_model().objects.get(pk=world.bob.pk)
+
+
+@pytest.fixture
+def team(world, db) -> Team:
+    return Team.objects.get(pk=world.team.pk)
+
+
+@pytest.fixture
+def objects(request, world, db, alice) -> dict[str, Any]:
+    # A memory costs an embedding: only the memory routes' tests get one. mem0 writes through
+    # its own connection, outside the test's transaction: each of those tests adds its own.
     memory_id = str(uuid.UUID(int=0))
     if "memory" in getattr(getattr(request.node, "callspec", None), "params", {}).get("name", "memory"):
         added = memories()._mem0.add("alice's memory: she prefers tables", user_id=str(alice.uid), infer=False)
         memory_id = added["results"][0]["id"]
-    return {
-        "private": _document(private_collection, "Alice's notes.md", "alice-private-text"),
-        "shared": _document(team_collection, "Team handbook.md", "team-text"),
-        "memory": memory_id,
-        "conversation": conversation.pk,
-        "message": answer.pk,
-        "feedback": feedback.pk,
-        "page_number": 1,
-        "version_number": 1,
-        "held_number": 9,
-        "team": team.pk,
-        "membership": team.memberships.get(user=bob).pk,
-        "token": token.pk,
-        "invitation": invitation.pk,
-        "team_invitation": team_invitation.pk,
-    }
+    return {**world.objects, "memory": memory_id}
 
 
 def _url(name: str, objects: dict[str, Any], where: str = "private") -> str:
@@ -445,55 +494,3 @@ def test_media_files_are_served_only_through_checked_routes(client, alice, objec
     for path in (page.render.name, document.file.name):
         assert client.get(django_settings.MEDIA_URL + path).status_code == 404
     assert client.get(reverse("page-render", kwargs={"pk": page.pk})).status_code == 200
-
-
-def _socket_outcome(url: str, headers: dict[str, str], ask_about: int | None = None) -> Any:
-    """'subscribed', the close code, or (chat) the code of the error event after asking."""
-
-    async def scenario() -> Any:
-        try:
-            async with websockets.connect(url, additional_headers=headers) as ws:
-                if ask_about is not None:
-                    question = {"type": "ask", "question": "Alice's notes?", "collections": [ask_about]}
-                    await ws.send(json.dumps(question))
-                event = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
-                return event.get("code") if event["type"] == "error" else event["type"]
-        except websockets.ConnectionClosed as closed:
-            return closed.rcvd.code if closed.rcvd else None
-
-    return asyncio.run(scenario())
-
-
-@pytest.mark.stack
-@pytest.mark.django_db(transaction=True)
-def test_a_websocket_lets_in_only_callers_who_may_see_the_collection(
-    live_web, alice, bob, charlie, team, private_collection, team_collection
-):
-    keys = {
-        user.username: {"Authorization": f"Token {actions.do_create_token(user, 'tests')[1]}"}
-        for user in (alice, bob, charlie)
-    }
-    base = f"ws://127.0.0.1:{live_web}/ws"
-    private, shared = f"{base}/collections/{private_collection.pk}/", f"{base}/collections/{team_collection.pk}/"
-    outcomes = {
-        "anonymous collection": _socket_outcome(private, {}),
-        "anonymous chat": _socket_outcome(f"{base}/chat/", {}, ask_about=private_collection.pk),
-        "alice private": _socket_outcome(private, keys["alice"]),
-        "charlie private": _socket_outcome(private, keys["charlie"]),
-        "charlie team": _socket_outcome(shared, keys["charlie"]),
-        "bob private": _socket_outcome(private, keys["bob"]),
-        "bob team": _socket_outcome(shared, keys["bob"]),
-        "charlie asks about private": _socket_outcome(f"{base}/chat/", keys["charlie"], private_collection.pk),
-        "bob asks about private": _socket_outcome(f"{base}/chat/", keys["bob"], private_collection.pk),
-    }
-    assert outcomes == {
-        "anonymous collection": 4401,
-        "anonymous chat": 4401,
-        "alice private": "subscribed",
-        "charlie private": 4404,
-        "charlie team": 4404,
-        "bob private": 4404,
-        "bob team": "subscribed",
-        "charlie asks about private": "not_found",
-        "bob asks about private": "not_found",
-    }
