@@ -29,9 +29,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 EVAL = Path(settings.BASE_DIR) / "eval"
 # Real files of the public evaluation (eval/manifest-*.jsonl: package, version, licence).
-# On these (14 questions), measured on 2026-12-03: tiny chunks move hit@1 from 0.643 to 0.714
-# but hit@5 from 1.000 to 0.857 and MRR from 0.804 to 0.774: held back by two metrics.
-FILES = ("zoo-quickref.pdf", "zhlineskip.pdf", "news.md", "snownlp-readme.md")
+# On these (10 public questions and alice's), measured on 2026-12-07: tiny chunks leave hit@1
+# at 0.545 but move hit@5 from 1.000 to 0.727 and MRR from 0.712 to 0.633: held back by two
+# metrics. (Four files until then, zhlineskip.pdf too: each of the three builds parsed its
+# eight pages again, a quarter of the test's time.)
+FILES = ("zoo-quickref.pdf", "news.md", "snownlp-readme.md")
 TINY = {"chunk_size": 50, "chunk_overlap": 0}
 USUAL = {"chunk_size": 400, "chunk_overlap": 50}
 
