@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
@@ -32,8 +34,6 @@ def test_it_never_promotes_an_existing_account(db, settings):
 
 def test_prepare_migrates_makes_the_first_admin_and_the_model_files_in_one_process(db, settings, tmp_path):
     """What `manage.py up` runs before its processes start (one process instead of three)."""
-    import io
-
     settings.VAR_DIR = tmp_path
     settings.ADMIN_EMAIL, settings.ADMIN_PASSWORD = "root@example.com", "a first password"
     out = io.StringIO()

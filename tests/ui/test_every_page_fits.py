@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.stack import wait_for
 from tests.ui.test_browser import log_in_as_alice
 
 if TYPE_CHECKING:
@@ -153,39 +154,40 @@ class Traffic:
     """The requests a browser page has in flight, from its own events."""
 
     def __init__(self, page) -> None:
+        self.page = page
         self.pending: set[object] = set()
+        self.quiet_since: float | None = None
         page.on("request", lambda request: self.pending.add(request))
         page.on("requestfinished", lambda request: self.pending.discard(request))
         page.on("requestfailed", lambda request: self.pending.discard(request))
 
-    def settle(self, page) -> bool:
-        """Whether the page went QUIET seconds without a request in flight (within
-        SETTLE_TIMEOUT); the browser's events are taken in while Playwright waits."""
-        deadline = time.monotonic() + SETTLE_TIMEOUT
-        quiet_since: float | None = None
-        while time.monotonic() < deadline:
-            page.wait_for_timeout(20)
-            now = time.monotonic()
-            if self.pending:
-                quiet_since = None
-            elif quiet_since is None:
-                quiet_since = now
-            elif now - quiet_since >= QUIET:
-                return True
-        return False
+    def reset(self) -> None:
+        """Before leaving for another page: the last one's requests are cut short."""
+        self.pending.clear()
+        self.quiet_since = None
+
+    def settled(self) -> bool:
+        """Whether the page has gone QUIET seconds without a request in flight; the browser's
+        events are taken in while Playwright waits (so the check waits 20 ms itself)."""
+        self.page.wait_for_timeout(20)
+        now = time.monotonic()
+        if self.pending:
+            self.quiet_since = None
+        elif self.quiet_since is None:
+            self.quiet_since = now
+        return self.quiet_since is not None and now - self.quiet_since >= QUIET
 
 
 def visit(page, url: str, errors: list[str], traffic: Traffic) -> list[str]:
     """What is wrong with the page at `url` as this browser shows it."""
     from playwright.sync_api import Error
 
-    traffic.pending.clear()  # the last page's requests, cut short by leaving it
+    traffic.reset()
     try:
         response = page.goto(url)
     except Error as exc:
         return [f"{url}: {exc.message}"]
-    if not traffic.settle(page):
-        return [f"{url}: requests still in flight after {SETTLE_TIMEOUT:.0f} s"]
+    wait_for(traffic.settled, SETTLE_TIMEOUT, f"{url} without a request in flight for {QUIET} s", every=0)
     where = f"{page.viewport_size['width']} px {page.evaluate('document.documentElement.lang')} {url}"
     if response is None or response.status != 200:
         return [f"{where}: status {response.status if response else None}"]

@@ -22,4 +22,4 @@ class Command(BaseCommand):
         # portal before it does anything (two of them saved on every start).
         call_command("migrate", interactive=False, stdout=self.stdout, stderr=self.stderr)
         call_command("ensure_admin", url=url, stdout=self.stdout, stderr=self.stderr)
-        call_command("models", install=True, role=None, stdout=self.stdout, stderr=self.stderr)
+        call_command("models", install=True, stdout=self.stdout, stderr=self.stderr)
