@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import make_password
+from django.contrib.auth.hashers import PBKDF2PasswordHasher, make_password
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from knowledge import actions
@@ -20,10 +22,24 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")
 PASSWORD = "correct horse battery staple"
 
 
+class OneRoundHasher(PBKDF2PasswordHasher):
+    """The portal's hasher (PBKDF2-SHA256) with one round instead of a million: each hash and
+    each password checked at a login cost 0.3-0.6 s on 2 cores, and the lockout tests alone
+    try about sixty logins. The stored form names its rounds, so live daphne processes, with
+    the real hasher, check these passwords too (and strengthen them at the first login)."""
+
+    iterations = 1
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _passwords_hashed_in_one_round() -> Iterator[None]:
+    with override_settings(PASSWORD_HASHERS=[f"{__name__}.OneRoundHasher"]):
+        yield
+
+
 @functools.cache
 def _password_hash() -> str:
-    """PASSWORD hashed once with the portal's own hasher: hashing costs about 0.3 s, and most
-    tests make three users. Live daphne processes check it like any other password."""
+    """PASSWORD hashed once: most tests make three users."""
     return make_password(PASSWORD)
 
 

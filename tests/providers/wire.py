@@ -94,7 +94,8 @@ def serve() -> Iterator[Wire]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(wire))
     server.daemon_threads = True
     wire.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled every 20 ms, not 0.5 s: shutdown() waits for the loop to notice.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield wire

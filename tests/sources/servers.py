@@ -56,6 +56,7 @@ def serve_wsgi(app: WsgiApp, tls: tuple[Path, Path] | None = None, port: int = 0
     """`app` served on 127.0.0.1 (a free port unless given) until the block ends; yields
     http://host:port, or https:// with `tls` (a certificate and its key, see `certificate`)."""
     server = wsgi.Server(("127.0.0.1", port), app, numthreads=4)
+    server.expiration_interval = 0.02  # its loop's wait (0.5 s): stop() waits for the loop to notice
     if tls is not None:
         from cheroot.ssl.builtin import BuiltinSSLAdapter
 
