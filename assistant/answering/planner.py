@@ -14,6 +14,7 @@ from assistant.answering.router import AND_ASKS, parse_json_object
 from assistant.answering.types import Plan
 from assistant.answering.values import normalise
 from common.language import language_of
+from common.logs import with_content
 from providers.base import ChatMessage, ChatModel
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,9 @@ def plan(model: ChatModel | None, question: str) -> Plan:
         steps = _parse_steps(raw)
         if len(steps) >= 2:
             return Plan(steps[: settings.PLAN_MAX_STEPS], "model")
-        log.warning("Planner output unusable (%r); splitting by rules", raw[:200])
+        with_content(
+            log, logging.WARNING, "Planner output unusable (%d characters); splitting by rules", len(raw), output=raw
+        )
     return by_rules(question)
 
 

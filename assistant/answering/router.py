@@ -26,6 +26,7 @@ from assistant.answering import evidence, prompts
 from assistant.answering.types import STRATEGIES, Route, Strategy, Turn
 from assistant.answering.values import normalise
 from common.language import Language, language_of
+from common.logs import with_content
 from common.text import cjk_count
 from ingestion.terms import terms
 from providers.base import ChatMessage, ChatModel
@@ -78,13 +79,25 @@ def route(model: ChatModel | None, question: str, history: Sequence[Turn]) -> Ro
     decided = _parse_route(raw)
     if decided is None:
         fallback = by_rules(question, history)
-        log.warning("Router output unusable (%r); rules chose %s", raw[:200], fallback.strategy)
+        with_content(
+            log,
+            logging.WARNING,
+            "Router output unusable (%d characters); rules chose %s",
+            len(raw),
+            fallback.strategy,
+            output=raw,
+        )
         return fallback
     strategy, reason = decided
     # Small models see a reference in every question once there is history; a rewrite that
     # nothing in the question asks for costs a model call and risks dragging history in.
     if strategy == "rewrite" and not (history and leans_on_history(question)):
-        log.info("Router asked for a rewrite of a standalone question (%r); answering directly", question[:100])
+        with_content(
+            log,
+            logging.INFO,
+            "Router asked for a rewrite of a standalone question; answering directly",
+            question=question,
+        )
         return Route("direct", reason, "model")
     return Route(strategy, reason, "model")
 
@@ -139,10 +152,18 @@ def rewrite(model: ChatModel, question: str, history: Sequence[Turn]) -> str:
     raw = model.complete(messages, max_tokens=96, temperature=0.0).text
     rewritten = _clean_rewrite(raw)
     if not rewritten or len(rewritten) > max(3 * len(question), len(question) + 120):
-        log.warning("Rewrite unusable (%r); searching the question as asked", raw[:200])
+        with_content(
+            log,
+            logging.WARNING,
+            "Rewrite unusable (%d characters); searching the question as asked",
+            len(raw),
+            output=raw,
+        )
         return with_topic(question, history)
     if not keeps_topic(rewritten, history):
-        log.info("Rewrite %r lost the earlier turn's topic; searching both questions", rewritten[:200])
+        with_content(
+            log, logging.INFO, "A rewrite lost the earlier turn's topic; searching both questions", rewrite=rewritten
+        )
         return with_topic(question, history)
     return rewritten
 

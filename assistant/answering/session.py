@@ -55,6 +55,11 @@ class Session:
     progress: float = field(default_factory=time.perf_counter)  # when the last event went out
     cancelled: Callable[[], bool] = lambda: False
 
+    @property
+    def ids(self) -> str:
+        """Which question a log line is about, by id: its text stays out of the log (common.logs)."""
+        return f"message {self.question_message.pk} of conversation {self.conversation.pk}"
+
     def mark(self, name: str) -> None:
         self.timings[name] = round((time.perf_counter() - self.started) * 1000, 1)
 

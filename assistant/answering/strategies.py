@@ -28,6 +28,7 @@ from assistant.retrieval.fusion import media_intent
 from assistant.retrieval.search import search
 from assistant.retrieval.types import Hit
 from common.language import Language
+from common.logs import with_content
 from providers.base import ChatModel
 
 log = logging.getLogger(__name__)
@@ -163,8 +164,14 @@ class Direct(AnswerStrategy):
         if draft.sources:
             draft.judge = writing.judge(draft, model)
         if writing.judged_unanswered(draft):
-            question = session.question[:100]
-            log.info("The judge says the passages do not answer (%.3f): question %r", draft.judge, question)
+            with_content(
+                log,
+                logging.INFO,
+                "The judge says the passages do not answer (%.3f; %s)",
+                draft.judge,
+                session.ids,
+                question=session.question,
+            )
             draft.trail.add("decide", "decline", "judge", final=True, judge=draft.judge)
             yield from writing.decline(draft, [])
             return
@@ -182,7 +189,18 @@ class Direct(AnswerStrategy):
 
     def _cell(self, draft: Draft, cell: cells.Cell) -> Iterator[Event]:
         session = draft.session
-        log.info("Answered with a table cell (%s; %s): question %r", cell.row, cell.column, session.question[:100])
+        with_content(
+            log,
+            logging.INFO,
+            "Answered with a table cell of document %s, chunk %s (%s)",
+            cell.source.hit.document_id,
+            cell.source.hit.chunk_id,
+            session.ids,
+            row=cell.row,
+            column=cell.column,
+            value=cell.value,
+            question=session.question,
+        )
         draft.checks["table_cell"] = 1
         draft.text = prompts.table_cell(draft.language, cell.value, cell.row, cell.column, cell.source.number)
         session.mark("first_token")

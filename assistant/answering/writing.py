@@ -23,6 +23,7 @@ from assistant.answering.session import Draft
 from assistant.answering.types import Source
 from assistant.retrieval.types import Hit
 from common.language import language_of
+from common.logs import with_content
 from providers.base import ChatModel
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,13 @@ def retry_refusal(draft: Draft, model: ChatModel) -> Iterator[Event]:
     retried = model.complete(prompt, max_tokens=settings.ANSWER_MAX_TOKENS, temperature=0.2).text.strip()
     session.mark("retry")
     if retried and not answers.abstains(retried, answers.cited(retried, len(best))):
-        log.info("Answered on the best passage after a refusal (question %r)", session.question[:100])
+        with_content(
+            log,
+            logging.INFO,
+            "Answered on the best passage after a refusal (%s)",
+            session.ids,
+            question=session.question,
+        )
         draft.checks["retried"] = 1
         draft.text = retried
         yield AnswerReplaced(draft.text)
@@ -116,10 +123,12 @@ def quote_refusal(draft: Draft) -> Iterator[Event]:
     all wrong: 11 of the 12 it made after the evidence check were answerable questions)."""
     if draft.judge is None or draft.judge < policy.QUOTE_AFTER_REFUSAL or not refused(draft):
         return
-    question = draft.session.question
-    quoted = verify.quoted(question, draft.sources, draft.sources[0].number, draft.language)
+    session = draft.session
+    quoted = verify.quoted(session.question, draft.sources, draft.sources[0].number, draft.language)
     if quoted:
-        log.info("Quoted the best passage after two refusals (question %r)", question[:100])
+        with_content(
+            log, logging.INFO, "Quoted the best passage after two refusals (%s)", session.ids, question=session.question
+        )
         draft.checks["quoted_refusal"] = 1
         draft.text = quoted
         yield AnswerReplaced(draft.text)
@@ -139,7 +148,14 @@ def show_picture(draft: Draft) -> Iterator[Event]:
     chinese = [line for line in lines if language_of(line) == "zh"]
     english = [line for line in lines if line not in chinese]
     words = " ".join((chinese if draft.language == "zh" else english) or lines)[:MAX_PICTURE_WORDS]
-    log.info("Showed the matching picture instead of a refusal (question %r)", draft.session.question[:100])
+    with_content(
+        log,
+        logging.INFO,
+        "Showed the matching picture of document %s instead of a refusal (%s)",
+        picture.hit.document_id,
+        draft.session.ids,
+        question=draft.session.question,
+    )
     draft.checks["picture_shown"] = 1
     draft.trail.add(
         "attach", "answer", "a picture matches what the question asks to see", final=True, source=picture.number
@@ -159,7 +175,14 @@ def verified(draft: Draft) -> Generator[Event, None, dict[int, str]]:
     )
     session.mark("verify")
     if checked.removed:
-        log.info("Removed from an answer, not in its passages: %s", "; ".join(checked.removed)[:500])
+        with_content(
+            log,
+            logging.INFO,
+            "Removed %d sentences from an answer, not in its passages (%s)",
+            len(checked.removed),
+            session.ids,
+            removed=checked.removed,
+        )
         draft.checks["removed"] = len(checked.removed)
     if checked.quoted:
         draft.checks["quoted"] = 1
@@ -204,7 +227,15 @@ def decline(draft: Draft, lacking: Sequence[str]) -> Iterator[Event]:
     what was not found, and the closest passages (not citations: they do not answer), which
     the `closest` event gives as links to their pages."""
     if lacking:  # a near miss: the passages are about something else; no model guesses from them
-        log.info("Not in the documents: %s (question %r)", ", ".join(lacking), draft.session.question[:100])
+        with_content(
+            log,
+            logging.INFO,
+            "Not in the documents: %d name(s) the question gives (%s)",
+            len(lacking),
+            draft.session.ids,
+            lacking=list(lacking),
+            question=draft.session.question,
+        )
     draft.closest = answers.closest(draft.sources, draft.language, policy.CLOSEST_PASSAGES)
     places = [(passage["file"], passage["place"]) for passage in draft.closest]
     draft.text = prompts.declined(draft.language, lacking, places)
