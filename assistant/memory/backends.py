@@ -36,6 +36,7 @@ from psycopg import sql
 from assistant.memory.prompts import EXTRACTION
 from assistant.memory.revisions import about_user
 from common.language import language_of
+from common.logs import with_content
 from ingestion.terms import terms
 from providers import registry
 from providers.base import ChatMessage
@@ -173,7 +174,9 @@ def _kept(output: str, prompt: str) -> str:
     kept = [item for item in items if isinstance(item, dict) and about_user(str(item.get("text", "")), said)]
     if len(kept) < len(items):
         dropped = [item.get("text") for item in items if item not in kept and isinstance(item, dict)]
-        log.info("Memory extraction: dropped %d not about the user: %s", len(dropped), dropped)
+        with_content(
+            log, logging.INFO, "Memory extraction: dropped %d not about the user", len(dropped), dropped=dropped
+        )
     _outputs.dropped_all = bool(items) and not kept
     filtered = json.dumps({**data, "memory": kept}, ensure_ascii=False)
     _outputs.last = filtered

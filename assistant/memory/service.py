@@ -31,6 +31,7 @@ from assistant.memory.prompts import CARD, CARD_INSTRUCTIONS, OUTDATED
 from audit.log import record
 from audit.models import Action
 from common.language import Language, language_of
+from common.logs import with_content
 from portal.typing import AnyUser
 from providers import registry
 from providers.base import ChatMessage, ProviderError
@@ -179,6 +180,7 @@ class Memories:
         from assistant.memory import backends
 
         backends.forget_output()
+        output: str | None = None
         try:
             added = self._mem0.add(
                 [{"role": "user", "content": said}],
@@ -198,8 +200,15 @@ class Memories:
             elif backends.usable_extraction(output):
                 return [], True  # nothing new to keep (or already kept: mem0 skips duplicates)
             else:
-                reason = f"nothing usable in {str(output)[:200]!r}"
-        log.warning("Memory extraction for user %s: storing their words as they are (%s)", uid, reason)
+                reason = f"nothing usable in its {len(str(output))} characters"
+        with_content(
+            log,
+            logging.WARNING,
+            "Memory extraction for user %s: storing their words as they are (%s)",
+            uid,
+            reason,
+            output=output,
+        )
         card = CARD[language].format(said=said)[:MAX_TEXT]
         if self._store.exists(uid, hashlib.md5(card.encode()).hexdigest()):  # noqa: S324 (mem0's own digest)
             return [], False
