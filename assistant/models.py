@@ -3,21 +3,52 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings as conf
 from django.db import models
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import Collection
+from knowledge.principal import about_token_collections
 from portal.typing import AnyUser
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
     def visible_to(self, user: AnyUser) -> ConversationQuerySet:
-        """A conversation is its user's alone: not their team's, not an admin's through the API."""
+        """A conversation is its user's alone: not their team's, not an admin's through the API.
+        A token limited to some collections reads only the conversations about them: every
+        collection the last question named, and every one any of its answers searched, is one
+        of the token's (knowledge/principal.py)."""
         if not user.is_authenticated:
             return self.none()
-        return self.filter(user=user)
+        return about_token_collections(self.filter(user=user), user, "collections", also=_searched)
+
+
+def _searched(allowed: QuerySet[Any]) -> tuple[Exists, Exists]:
+    """(an answer of the conversation searched one of `allowed`, one searched another)."""
+    ids = [str(row["pk"]) for row in allowed]
+    answers = Message.objects.filter(conversation=OuterRef("pk"))
+    return Exists(answers.filter(Searched(ids, among=True))), Exists(answers.filter(Searched(ids, among=False)))
+
+
+class Searched(models.Func):
+    """Whether an answer's `searched` (a JSON list of {"id": …, "name": …}) names a collection
+    whose id is among `ids` (`among`), or one whose id is not (not `among`)."""
+
+    output_field = models.BooleanField()
+
+    def __init__(self, ids: list[str], *, among: bool) -> None:
+        super().__init__(models.F("searched"))
+        self.ids, self.among = ids, among
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, tuple[Any, ...]]:  # type: ignore[override]
+        column, params = compiler.compile(self.source_expressions[0])
+        test = "item->>'id' = ANY(%s)" if self.among else "NOT COALESCE(item->>'id' = ANY(%s), false)"
+        items = f"CASE WHEN jsonb_typeof({column}) = 'array' THEN {column} ELSE '[]'::jsonb END"
+        sql = f"EXISTS (SELECT 1 FROM jsonb_array_elements({items}) AS searched(item) WHERE {test})"  # noqa: S608 (a compiled column; ids are parameters)
+        return sql, (*params, *params, self.ids)
 
 
 class Conversation(models.Model):

@@ -18,6 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from audit.models import Action, Entry
 from knowledge.models import Collection, Role, Team
+from knowledge.principal import limited_collections
 
 if TYPE_CHECKING:
     from portal.typing import AnyUser
@@ -32,12 +33,15 @@ def admin_teams(user: AnyUser) -> QuerySet[Team]:
 
 
 def visible_entries(user: AnyUser) -> QuerySet[Entry]:
-    """The entries `user` may read, newest first."""
+    """The entries `user` may read, newest first; for a token limited to some collections,
+    only the entries about them (knowledge/principal.py)."""
     if not user.is_authenticated:
         return Entry.objects.none()
-    return Entry.objects.filter(Q(team_id__in=admin_teams(user).values("pk")) | Q(owner_id=user.pk)).order_by(
-        "-at", "-pk"
-    )
+    entries = Entry.objects.filter(Q(team_id__in=admin_teams(user).values("pk")) | Q(owner_id=user.pk))
+    allowed = limited_collections(user)
+    if allowed is not None:
+        entries = entries.filter(collection_id__in=allowed)
+    return entries.order_by("-at", "-pk")
 
 
 class AuditFilterForm(forms.Form):

@@ -29,6 +29,7 @@ from django.db.models.signals import post_save, pre_save
 from redis.exceptions import RedisError
 
 from knowledge.models import ApiToken
+from knowledge.principal import carry_token
 from portal.typing import AnyUser
 
 log = logging.getLogger(__name__)
@@ -70,10 +71,11 @@ async def generation_at_connect(scope: dict[str, Any], user_id: int) -> int | No
 
 def still_signed_in(user_id: int, token_id: int | None = None) -> AnyUser | None:
     """The user as the database has them now, if still active and (for a socket opened with
-    an API token) the token is not revoked; None when the socket must close (4401)."""
+    an API token) the token is not revoked, carrying that token and so its limits
+    (knowledge/principal.py); None when the socket must close (4401)."""
     if token_id is not None:  # active(): not revoked, and its user active
         token = ApiToken.objects.active().select_related("user").filter(pk=token_id, user_id=user_id).first()
-        return token.user if token is not None else None
+        return carry_token(token.user, token) if token is not None else None
     user: AnyUser | None = get_user_model().objects.filter(pk=user_id, is_active=True).first()
     return user
 

@@ -15,16 +15,20 @@ from assistant.models import Message
 from assistant.retrieval.evaluation import LANGS, TYPES, UNANSWERABLE
 from common.runs import Run
 from knowledge.models import Collection, Document, IndexVersion
+from knowledge.principal import about_token_collections
 from portal.typing import AnyUser
 
 
 class FeedbackQuerySet(models.QuerySet["Feedback"]):
     def visible_to(self, user: AnyUser) -> FeedbackQuerySet:
-        """Your own feedback, and the feedback on answers that searched a collection you manage."""
+        """Your own feedback, and the feedback on answers that searched a collection you manage;
+        for a token limited to some collections, only the feedback on answers that searched
+        them alone (knowledge/principal.py)."""
         if not user.is_authenticated:
             return self.none()
         managed = Collection.objects.manageable_by(user).values("pk")
-        return self.filter(Q(user=user) | Q(collections__in=managed)).distinct()
+        found = self.filter(Q(user=user) | Q(collections__in=managed)).distinct()
+        return about_token_collections(found, user, "collections")
 
 
 class Feedback(models.Model):

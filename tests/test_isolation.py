@@ -14,7 +14,10 @@ team's collection, and her own conversation, memory, token and team membership.
   editor's writes go through, and only a team admin manages;
 - an API token authenticates the API and websockets, never pages;
 - media are only served through the access-checked routes above;
-- websockets: 4401 anonymous, 4404 for a collection the caller cannot see
+- a token limited to one collection (alice's own): her other collection is a 404, the
+  account's management a 403, her per-user lists hold nothing else (tests/knowledge/
+  test_limited_tokens.py: with conversations, feedback and audit entries about both);
+- websockets: 4401 anonymous, 4404 for a collection the caller (or its token) cannot see
   (tests/test_isolation_sockets.py).
 
 A route that is not classified here fails the test, so new endpoints must join it. alice's
@@ -44,6 +47,7 @@ from assistant.models import Conversation, Message
 from ingestion.actions import do_add_document
 from knowledge import actions
 from knowledge.models import Document, IndexVersion, Page, PageImage, Role, Team
+from knowledge.principal import limited_message
 from portal.routing import websocket_urlpatterns
 from quality.models import EvaluationRun, Feedback, GoldenQuestion
 from sources.actions import do_save_source
@@ -472,6 +476,33 @@ def test_an_api_token_does_not_open_pages(client, alice, objects, name):
         assert response.status_code in (302, 405), (method, name, response.status_code)
         if response.status_code == 302:
             assert response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("name", sorted(API))
+def test_a_token_limited_to_one_collection_reaches_nothing_else(api, alice, objects, name):
+    """The limited-token column: alice's own token (not read-only), limited to her team's
+    collection. Her private collection and all in it is a 404, as if it did not exist; what
+    manages the account (tokens, teams, invitations, sources, memory) is a 403 before it
+    runs, whatever the object; her per-user lists (conversations, feedback, audit) hold
+    nothing of her other collection; the team's collection reads as it does for her."""
+    shared = actions.Collection.objects.get(pk=objects["shared"]["collection"])
+    _token, key = actions.do_create_token(alice, "limited", collections=[shared])
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    args, access = ROUTES[name]
+    per_collection = {"collection", "document", "page", "image", "source", "sync_run", "evaluation", "golden"}
+    for method in _methods(name):
+        response = getattr(api, method)(_url(name, objects, "private"))
+        if args:  # an object of her other collection, or of the account
+            assert response.status_code in (403, 404, 405), (method, name, response.status_code)
+        assert response.status_code < 500, (method, name, response.status_code)
+        if response.status_code == 403:  # refused for what the token is, not for the object
+            assert response.json()["detail"] == limited_message(), (method, name)
+        assert _nothing_of(response, PRIVATE_SECRETS), (method, name)
+    if set(args.values()) & per_collection and access is Access.READ:
+        response = api.get(_url(name, objects, "shared"))
+        assert response.status_code == 200, (name, response.status_code)
+        assert _nothing_of(response, PRIVATE_SECRETS), name
+    _alices_things_are_intact(alice, objects)
 
 
 def _callers(client, api, user, name: str) -> list[Any]:

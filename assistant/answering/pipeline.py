@@ -51,6 +51,7 @@ from common import metrics
 from common.cancelled import Cancelled
 from common.language import language_of
 from common.runs import send_now
+from knowledge.principal import is_limited
 from providers import registry
 from providers.base import ChatModel, ProviderError, Role
 
@@ -241,8 +242,9 @@ def _answer(draft: Draft, model: ChatModel | None) -> Iterator[Event]:
 
 def _recall(session: Session, query: str) -> list[MemoryItem] | None:
     """The user's memories about the question; None when memory is off or failing (the
-    answer goes on without them)."""
-    if not settings.MEMORY_ENABLED:
+    answer goes on without them). The memory is the account's: an answer to a token limited
+    to some collections neither reads it (it may hold what the others said) nor adds to it."""
+    if not settings.MEMORY_ENABLED or is_limited(session.user):
         return None
     try:
         return memories().search(session.user, query)
@@ -256,7 +258,12 @@ def _recall(session: Session, query: str) -> list[MemoryItem] | None:
 def _remember_later(session: Session, message: Message) -> None:
     """What the user said about themselves becomes memories in a Celery task, once the answer
     is stored; a question that says nothing about the user (the gate) queues nothing."""
-    if not settings.MEMORY_ENABLED or not message.content or not gate(session.question).keep:
+    if (
+        not settings.MEMORY_ENABLED
+        or is_limited(session.user)
+        or not message.content
+        or not gate(session.question).keep
+    ):
         return
 
     def queue() -> None:

@@ -44,6 +44,7 @@ def sse(event: Event) -> str:
 
 
 class AskView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
     reads_only = True  # a read-only API token may ask (knowledge.api.authentication)
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 

@@ -16,6 +16,8 @@ class ConversationViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet[Conversation],
 ):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     def get_queryset(self) -> QuerySet[Conversation]:
         conversations = Conversation.objects.visible_to(self.request.user).prefetch_related("collections")
         if self.action == "retrieve":

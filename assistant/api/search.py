@@ -23,6 +23,7 @@ from knowledge.api.schema import NOT_FOUND
 
 
 class SearchView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
     reads_only = True  # a read-only API token may search (knowledge.api.authentication)
 
     @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer, 404: NOT_FOUND})

@@ -119,6 +119,8 @@ class CollectionLinksView(APIView):
     """POST (editors): add a link to a video kept elsewhere (URL, title, description); its
     title and description become searchable and answers cite the URL."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     @extend_schema(parameters=[COLLECTION_ID], request=VideoLinkSerializer, responses={201: LINK_RESULT})
     def post(self, request: Request, collection_id: int) -> Response:
         collection = access_collection(request.user, collection_id, write=True)
@@ -139,6 +141,8 @@ class CollectionLinksView(APIView):
 class VersionActionView(APIView):
     """Owners and team admins: `reindex` builds a new version, `rollback` returns to the
     previous one, `activate` flips to a kept version by number."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     action_name = ""  # a key of ACTIONS: each is an action of ingestion/actions.py
 

@@ -114,6 +114,8 @@ class AuditListView(generics.ListAPIView[Entry]):
     about themselves (their personal collections, API tokens, memory, logins). Superusers
     read every entry in the Django admin."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     serializer_class = AuditEntrySerializer
 
     def get_queryset(self) -> QuerySet[Entry]:

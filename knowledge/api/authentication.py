@@ -12,18 +12,19 @@ from rest_framework.request import Request
 
 from knowledge.models import ApiToken
 from knowledge.models.tokens import hash_key
+from knowledge.principal import carry_token, limited_message
 
 KEYWORDS = ("token", "bearer")
 
 
 def user_for_key(key: str) -> tuple[Any, ApiToken] | None:
     """The active user and token for a raw key, or None. Shared by REST, websockets and MCP.
-    The user carries the token (`user.api_token`), so that every collection query of the
-    request keeps to the token's collections (Collection.objects.visible_to)."""
+    The user carries the token, so that every query of the request keeps to its limits
+    (knowledge/principal.py)."""
     token = ApiToken.objects.active().select_related("user").filter(key_hash=hash_key(key)).first()
     if token is None:
         return None
-    token.user.api_token = token
+    carry_token(token.user, token)
     now = timezone.now()
     # Record use at most once a minute so busy integrations do not write on every call.
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
@@ -49,6 +50,19 @@ def check_read_only(token: ApiToken, request: Request) -> None:
         raise exceptions.PermissionDenied(_("This API token is read-only: it cannot change anything."))
 
 
+def check_limited(token: ApiToken, request: Request) -> None:
+    """A token limited to some collections reaches only the views that keep it to them
+    (`limited_tokens = True`: collections, their documents, search, answers, and the per-user
+    lists narrowed to those collections); every other view (tokens, teams, invitations,
+    sources, memory) refuses it with a 403 before it runs, whatever the method. A new view is
+    refused until it says so. Beside check_read_only, for the same reason."""
+    if not token.limited:
+        return
+    view = (request.parser_context or {}).get("view")
+    if not getattr(view, "limited_tokens", False):
+        raise exceptions.PermissionDenied(limited_message())
+
+
 class ApiTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Token <key>` (or `Bearer <key>`)."""
 
@@ -65,6 +79,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if found is None:
             raise exceptions.AuthenticationFailed(_("Invalid or revoked API token."))
         check_read_only(found[1], request)
+        check_limited(found[1], request)
         return found
 
     def authenticate_header(self, request: Request) -> str:

@@ -35,6 +35,8 @@ COLLECTION_ID = OpenApiParameter("collection_id", OpenApiTypes.INT, OpenApiParam
 class CollectionDocumentsView(generics.ListAPIView[Document]):
     """GET: the collection's documents (served with uploads by ingestion.api.documents)."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     serializer_class = DocumentSerializer
 
     def get_queryset(self) -> QuerySet[Document]:
@@ -49,6 +51,7 @@ class CollectionDocumentsView(generics.ListAPIView[Document]):
 
 
 class DocumentView(generics.RetrieveDestroyAPIView[Document]):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
     serializer_class = DocumentSerializer
 
     def get_object(self) -> Document:
@@ -59,6 +62,7 @@ class DocumentView(generics.RetrieveDestroyAPIView[Document]):
 
 
 class DocumentPagesView(generics.ListAPIView[Page]):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
     serializer_class = PageSerializer
 
     def get_queryset(self) -> QuerySet[Page]:
@@ -71,6 +75,8 @@ class DocumentPagesView(generics.ListAPIView[Page]):
 class DocumentOriginalView(APIView):
     """The file as uploaded. Byte ranges (`Range: bytes=a-b`) are served, so that a video
     citation opens at its moment (`…/original/#t=65`) and can be scrubbed."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     @extend_schema(
         responses={
@@ -138,6 +144,8 @@ def byte_range(header: str, size: int) -> tuple[int, int] | None:
 
 
 class PageRenderView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int) -> FileResponse:
         page = access_page(request.user, pk)
@@ -150,6 +158,8 @@ class PageRenderView(APIView):
 class PageImageView(APIView):
     """A picture on a page (embedded image, photo, video frame), by the hash that image and
     frame chunks carry in `location.image`."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request: Request, pk: int, sha256: str) -> FileResponse:
@@ -168,6 +178,8 @@ def _png(stored: FieldFile) -> FileResponse:
 
 class CollectionVersionsView(generics.ListAPIView[IndexVersion]):
     """The collection's index versions, newest first (any member may look)."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     serializer_class = IndexVersionSerializer
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.fields import empty
 
@@ -127,7 +128,21 @@ class CollectionUpdateSerializer(serializers.ModelSerializer[Collection]):
         validators: list[object] = []
 
 
-class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
+class RefusesUnknownFields(serializers.Serializer[Any]):
+    """Input naming a field that the serializer does not take is a 400 that names it, never
+    ignored: a misspelled limit (a token's `collections`) must not give more than was asked."""
+
+    def validate(self, attrs: Any) -> Any:
+        sent = self.initial_data if isinstance(getattr(self, "initial_data", None), dict) else {}
+        taken = {name for name, field in self.fields.items() if not field.read_only}
+        unknown = sorted(str(name) for name in sent if name not in taken)
+        if unknown:
+            message = _("Unknown field. This request takes: %(fields)s.") % {"fields": ", ".join(sorted(taken))}
+            raise serializers.ValidationError({name: [message] for name in unknown})
+        return super().validate(attrs)
+
+
+class ApiTokenSerializer(RefusesUnknownFields, serializers.ModelSerializer[ApiToken]):
     collections = serializers.ListField(
         child=serializers.IntegerField(min_value=1),
         required=False,

@@ -32,6 +32,7 @@ from knowledge.access import (
 from knowledge.api import serializers as s
 from knowledge.api.schema import NOT_FOUND
 from knowledge.models import ApiToken, Collection, Invitation, Membership, Role, Team
+from knowledge.principal import refuse_limited
 from portal.models import User
 
 TEAM_PK = OpenApiParameter("team_pk", OpenApiTypes.INT, OpenApiParameter.PATH, description="The team's id.")
@@ -228,6 +229,8 @@ class MyInvitationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 class CollectionViewSet(viewsets.ModelViewSet[Collection]):
     """Collections the caller can see; editors rename, owners and team admins delete."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     def get_serializer_class(self) -> type[Any]:
         if self.action in ("update", "partial_update"):
             return s.CollectionUpdateSerializer
@@ -247,6 +250,7 @@ class CollectionViewSet(viewsets.ModelViewSet[Collection]):
         )
 
     def perform_create(self, serializer: s.CollectionSerializer) -> None:  # type: ignore[override]
+        refuse_limited(self.request.user)  # it could not see the new collection: not its to make
         data = serializer.validated_data
         serializer.instance = actions.do_create_collection(
             request_user(self.request),

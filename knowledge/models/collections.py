@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from audit.log import Where
 from knowledge.models.teams import Membership, Role, Team
+from knowledge.principal import limited_collections
 
 if TYPE_CHECKING:
     from portal.models import User
@@ -39,11 +40,9 @@ class CollectionQuerySet(models.QuerySet["Collection"]):
 
     def _within_token(self, user: AnyUser) -> CollectionQuerySet:
         """Only the collections an API token limited to chosen ones names, when the request
-        came with such a token (knowledge.api.authentication.user_for_key marks the user)."""
-        token = getattr(user, "api_token", None)
-        if token is None or not token.limited:
-            return self
-        return self.filter(pk__in=token.collections.values("pk"))
+        came with such a token (knowledge/principal.py)."""
+        allowed = limited_collections(user)
+        return self if allowed is None else self.filter(pk__in=allowed)
 
 
 class Collection(models.Model):

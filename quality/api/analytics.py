@@ -135,6 +135,8 @@ class _AnalyticsView(APIView):
 class CollectionAnalyticsView(_AnalyticsView):
     """The collection's analytics: its owner or its team's admins."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     def scope(self) -> tuple[list[int], str, str]:
         collection = access_collection(self.request.user, self.kwargs["collection_id"], manage=True)
         return [collection.pk], collection.name, f"collection-{collection.pk}"

@@ -49,6 +49,8 @@ class EvaluationListView(generics.ListAPIView[EvaluationRun]):
     """GET: the collection's evaluation runs, newest first. POST (owner or team admin):
     evaluate a kept index version on the collection's golden questions."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     serializer_class = EvaluationRunSerializer
 
     def get_queryset(self) -> QuerySet[EvaluationRun]:
@@ -84,6 +86,8 @@ class EvaluationListView(generics.ListAPIView[EvaluationRun]):
 
 class EvaluationDetailView(generics.RetrieveAPIView[EvaluationRun]):
     """GET: one run, with each question's result."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     serializer_class = EvaluationRunDetailSerializer
 

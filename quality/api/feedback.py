@@ -169,6 +169,8 @@ class MessageFeedbackView(generics.GenericAPIView[Feedback]):
     PATCH changes some of its fields, DELETE withdraws it. Only finished answers (no error)
     can be rated; a correction's document must be in a collection the answer searched."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     serializer_class = FeedbackSerializer
 
     def get_queryset(self) -> QuerySet[Feedback]:
@@ -270,6 +272,8 @@ class FeedbackListView(generics.ListAPIView[Feedback]):
     """The feedback the caller may read, newest first: their own, and the feedback on answers
     that searched a collection they manage."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     serializer_class = FeedbackSerializer
 
     def get_queryset(self) -> QuerySet[Feedback]:
@@ -298,6 +302,8 @@ class FeedbackListView(generics.ListAPIView[Feedback]):
 class FeedbackDetailView(generics.RetrieveAPIView[Feedback]):
     """One feedback item the caller may read (its author changes it through the answer's
     route, /api/messages/<id>/feedback/)."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     serializer_class = FeedbackSerializer
 

@@ -102,6 +102,8 @@ def _fields(data: dict[str, Any]) -> dict[str, Any]:
 class GoldenListView(generics.ListAPIView[GoldenQuestion]):
     """GET: the collection's golden questions. POST (owner or team admin): add one."""
 
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     serializer_class = GoldenQuestionSerializer
 
     def get_queryset(self) -> QuerySet[GoldenQuestion]:
@@ -135,6 +137,8 @@ class GoldenListView(generics.ListAPIView[GoldenQuestion]):
 class GoldenDetailView(generics.RetrieveUpdateDestroyAPIView[GoldenQuestion]):
     """GET: one golden question. PUT, PATCH, DELETE (owner or team admin): change or delete it;
     PUT leaves out of a field what is not sent (no keys, no pages), except the id, kept."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
 
     serializer_class = GoldenQuestionSerializer
 
@@ -206,6 +210,7 @@ class ImportResultSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class GoldenImportView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
     parser_classes = [JsonLinesParser, PlainTextParser, MultiPartParser]
 
     @extend_schema(
@@ -267,6 +272,8 @@ def _import_text(request: Request) -> str:
 
 
 class GoldenExportView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     @extend_schema(
         parameters=[COLLECTION_ID],
         responses={(200, JSONL): OpenApiResponse(OpenApiTypes.STR, description="One question a line.")},
@@ -285,6 +292,7 @@ class FeedbackCollectionSerializer(serializers.Serializer[dict[str, Any]]):
 
 
 class FeedbackGoldenView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
     parser_classes = [BoundedJSONParser]
 
     @extend_schema(
