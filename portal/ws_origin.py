@@ -3,8 +3,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import ParseResult
 
-from channels.security.websocket import OriginValidator
+from channels.security.websocket import OriginValidator, WebsocketDenier
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 
 class BrowserOriginValidator(OriginValidator):
@@ -18,8 +19,24 @@ class BrowserOriginValidator(OriginValidator):
         return bool(super().valid_origin(parsed_origin))
 
 
+class HostValidator:
+    """The Host header must name one of ALLOWED_HOSTS, as Django requires of every HTTP
+    request: a page on another name that resolves to the portal (DNS rebinding) reaches no
+    socket. A socket refused here is closed before its handshake ends (HTTP 403)."""
+
+    def __init__(self, application: Any, hosts: list[str]) -> None:
+        self.application, self.hosts = application, hosts
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+        domain, _port = split_domain_port(host)
+        if not domain or not validate_host(domain, self.hosts):
+            return await WebsocketDenier()(scope, receive, send)
+        return await self.application(scope, receive, send)
+
+
 def BrowserOriginStack(inner: Any) -> Any:  # noqa: N802 (named like Channels' own stacks)
     hosts = list(settings.ALLOWED_HOSTS)
     if settings.DEBUG and not hosts:
         hosts = ["localhost", "127.0.0.1", "[::1]"]
-    return BrowserOriginValidator(inner, hosts)
+    return HostValidator(BrowserOriginValidator(inner, hosts), hosts)
