@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 
@@ -29,15 +29,26 @@ def free_port() -> int:
 
 def test_database_url() -> str:
     """The URL of the database pytest-django created (test_<name>), for child processes."""
-    db = settings.DATABASES["default"]
+    return database_url(str(settings.DATABASES["default"]["NAME"]))
+
+
+def database_url(name: str) -> str:
+    """The DATABASE_URL (all a portal reads) of the database `name` on the test server. A
+    socket folder, the embedded server's HOST, goes in `?host=`: a URL's host cannot hold it."""
+    db: dict[str, Any] = settings.DATABASES["default"]
     user = quote(str(db["USER"] or ""))
     password = f":{quote(str(db['PASSWORD']))}" if db["PASSWORD"] else ""
     auth = f"{user}{password}@" if user else ""
     host = str(db["HOST"] or "")
+    database = quote(name, safe="")
+    options = {str(key): str(value) for key, value in db["OPTIONS"].items()}
     if host.startswith("/"):
-        return f"postgresql://{auth}/{db['NAME']}?host={quote(host)}"
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    return f"postgresql://{auth}{host}{port}/{db['NAME']}"
+        options["host"], netloc = host, auth
+    else:
+        port = f":{db['PORT']}" if db["PORT"] else ""
+        netloc = f"{auth}[{host}]{port}" if ":" in host else f"{auth}{host}{port}"
+    query = f"?{urlencode(options, quote_via=quote)}" if options else ""
+    return f"postgresql://{netloc}/{database}{query}"
 
 
 def child_env(**extra: str) -> dict[str, str]:

