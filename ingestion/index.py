@@ -45,16 +45,23 @@ def version_config(collection: Collection) -> dict[str, object]:
 
 
 def ensure_active_version(collection: Collection, embedder: TextEmbedder) -> IndexVersion:
-    """The collection's active version, creating the first one when it has none."""
-    if collection.active_version_id is not None:
-        return IndexVersion.objects.get(pk=collection.active_version_id)
-    with transaction.atomic():
-        locked = Collection.objects.select_for_update().get(pk=collection.pk)
-        if locked.active_version_id is not None:
-            return IndexVersion.objects.get(pk=locked.active_version_id)
-        version = create_version(locked, embedder, status=IndexVersion.Status.ACTIVE)
-        locked.active_version = version
-        locked.save(update_fields=["active_version"])
+    """The collection's active version as the database has it now, creating the first one when
+    it has none; `collection` is told which it is, whoever made it. The runs of a new
+    collection's first files start at once on several workers: the one that finds the version
+    made meanwhile by another must not go on believing that there is none (it wrote nowhere,
+    and called the document done while it stayed pending)."""
+    current = Collection.objects.filter(pk=collection.pk).values_list("active_version_id", flat=True).first()
+    if current is not None:
+        version = IndexVersion.objects.get(pk=current)
+    else:
+        with transaction.atomic():
+            locked = Collection.objects.select_for_update().get(pk=collection.pk)
+            if locked.active_version_id is not None:
+                version = IndexVersion.objects.get(pk=locked.active_version_id)
+            else:
+                version = create_version(locked, embedder, status=IndexVersion.Status.ACTIVE)
+                locked.active_version = version
+                locked.save(update_fields=["active_version"])
     collection.active_version = version
     return version
 
@@ -125,12 +132,13 @@ def vector_index_sql(version: IndexVersion) -> list[str]:
 
 def target_versions(collection: Collection) -> list[IndexVersion]:
     """Where new content goes: the active version, any version being built, and one held back
-    by its evaluation (so that it still covers everything when it is flipped anyway)."""
+    by its evaluation (so that it still covers everything when it is flipped anyway). Read
+    from the database as it is now, never from the caller's copy of the collection: another
+    run may have made the first version, or a flip moved the active one, since it was read."""
     pending = [IndexVersion.Status.BUILDING, IndexVersion.Status.HELD]
+    active = Collection.objects.filter(pk=collection.pk).values("active_version_id")
     return list(
-        IndexVersion.objects.filter(
-            Q(pk=collection.active_version_id) | Q(collection=collection, status__in=pending)
-        ).order_by("number")
+        IndexVersion.objects.filter(Q(pk__in=active) | Q(collection=collection, status__in=pending)).order_by("number")
     )
 
 

@@ -135,7 +135,7 @@ def disk_full_message() -> str:
 
 def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_pages: int) -> IngestResult:
     collection = document.collection
-    ensure_active_version(collection, embedder)
+    active = ensure_active_version(collection, embedder)
     versions = target_versions(collection)
     for version in versions:
         check_dims(embedder, version.dims, role="embedding", provider=embedder.model_id.split(":")[0])
@@ -156,7 +156,7 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_
         IndexedDocument.objects.filter(document=document, index_version__in=pending).delete()
         for version in pending:
             stats.add_document(version.pk, document.pk, -1)
-        if collection.active_version_id in {version.pk for version in pending}:
+        if active.pk in {version.pk for version in pending}:
             Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING, error="")
     numbers: list[int] = []
     profile = current_profile()
