@@ -25,6 +25,7 @@ def test_a_run_that_read_the_collection_before_its_first_version_still_indexes(a
     # The second worker claims its run and reads its document's collection before the first
     # worker has made the version; then the first makes it, and the second goes on.
     assert claim(second_run)
+    assert second_run.document is not None
     assert second_run.document.collection.active_version_id is None
     embedder = CountingEmbedder()
     run_it(IngestionRun.objects.get(pk=first_run.pk), embedder)
