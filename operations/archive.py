@@ -9,11 +9,19 @@ files are mostly PDFs and pictures that do not shrink), written as a stream:
                          other member
 
 `Reader.verify()` reads every member once against the manifest before a restore touches
-anything; a member that is missing, short or different is named."""
+anything; a member that is missing, short or different is named. The manifest is written by
+whoever made the archive, so it proves nothing about where the archive came from: with a
+signing key (PORTAL_BACKUP_SIGNING_KEY, kept apart from the archives), `manifest.sig` holds an
+HMAC-SHA256 of the manifest's bytes, which name every member's SHA-256, so that an archive is
+known to come from a portal holding that key. Sparse members are refused (a portal writes
+none, and a small one can stand for any size on disk), and `Reader.check_sizes` bounds what a
+restore would write before it writes anything."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import io
 import json
 import os
@@ -27,6 +35,7 @@ from common.storage import CHUNK, Hashing
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+SIGNATURE = "manifest.sig"
 DATABASE = "database.dump"
 SECRETS = "secrets.json"
 FILES = "files/"
@@ -38,12 +47,43 @@ class ArchiveError(Exception):
     """The archive cannot be used; the message names the member and what is wrong."""
 
 
+def key_id(key: str) -> str:
+    """A signing key's fingerprint, which names it without giving it away."""
+    return hmac.new(key.encode(), b"portal backup signing key", hashlib.sha256).hexdigest()[:16]
+
+
+def _mac(key: str, manifest: bytes) -> str:
+    return hmac.new(key.encode(), manifest, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What an archive's signature says of where it came from, against the key given."""
+
+    signed: bool
+    key: str = ""  # the fingerprint of the key that signed it
+    matches: bool | None = None  # None: no key to check it with, or not signed
+    own_key: str = ""  # the fingerprint of the key it was checked with
+
+    def describe(self) -> str:
+        if not self.signed:
+            return "not signed"
+        if self.matches is None:
+            return f"signed with the key {self.key}, not checked (no PORTAL_BACKUP_SIGNING_KEY here)"
+        if self.matches:
+            return f"signed with this portal's key ({self.key})"
+        if self.key == self.own_key:
+            return f"signed with this portal's key ({self.key}), but the manifest was changed after signing"
+        return f"signed with another key ({self.key}; this portal's is {self.own_key})"
+
+
 @dataclass
 class Writer:
     """Writes members one by one into `path` + ".part"; `close()` adds the manifest and
     renames the file, so that an archive under its final name is always complete."""
 
     path: Path
+    signing_key: str = ""
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -66,12 +106,23 @@ class Writer:
     def close(self, manifest: dict[str, Any]) -> Path:
         manifest = {**manifest, "format": FORMAT, "members": self.members}
         data = json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False).encode()
-        info = tarfile.TarInfo(MANIFEST)
-        info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
-        self.tar.addfile(info, io.BytesIO(data))
+        self._add_last(MANIFEST, data)
+        if self.signing_key:
+            signature = {
+                "algorithm": "HMAC-SHA256",
+                "key": key_id(self.signing_key),
+                "mac": _mac(self.signing_key, data),
+            }
+            self._add_last(SIGNATURE, json.dumps(signature).encode())
         self.tar.close()
         os.replace(self.partial, self.path)
         return self.path
+
+    def _add_last(self, name: str, data: bytes) -> None:
+        """A member that the manifest does not list (the manifest itself, its signature)."""
+        info = tarfile.TarInfo(name)
+        info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
+        self.tar.addfile(info, io.BytesIO(data))
 
     def abandon(self) -> None:
         self.tar.close()
@@ -89,6 +140,7 @@ class Reader:
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise ArchiveError(f"{path.name} is not a readable backup archive: {exc}") from exc
         raw = self._read_whole(MANIFEST, limit=256 << 20)
+        self._manifest_bytes = raw
         try:
             self.manifest: dict[str, Any] = json.loads(raw)
         except ValueError as exc:
@@ -113,7 +165,45 @@ class Reader:
         member = self._by_name.get(name)
         if member is None or not member.isfile():
             raise ArchiveError(f"The member {name} is missing from {self.path.name} (a truncated or damaged archive).")
+        if member.issparse():
+            raise ArchiveError(
+                f"The member {name} is a sparse file ({member.size} bytes from far fewer): a portal's backup writes "
+                "none, so the archive was not made by one."
+            )
         return member
+
+    def sizes(self) -> dict[str, int]:
+        """What a restore would write of each member the manifest lists, as its tar header
+        says (not as the manifest does), read before anything else; sparse ones refused."""
+        return {name: self._member(name).size for name in sorted(self.members)}
+
+    def check_sizes(self, limit: int | None) -> int:
+        """The bytes a restore would write out of the archive; ArchiveError, before anything
+        is read, for a sparse member or, with `limit`, a member or a total over it."""
+        total = 0
+        for name, size in self.sizes().items():
+            if limit is not None and size > limit:
+                raise ArchiveError(f"The member {name} has {size} bytes, more than the {limit} a restore may write.")
+            total += size
+        if limit is not None and total > limit:
+            raise ArchiveError(
+                f"The archive's members add up to {total} bytes, more than the {limit} a restore may write."
+            )
+        return total
+
+    def signature(self, key: str) -> Signature:
+        """The archive's signature checked with `key` (none: only read)."""
+        if SIGNATURE not in self._by_name:
+            return Signature(signed=False, own_key=key_id(key) if key else "")
+        try:
+            found = json.loads(self._read_whole(SIGNATURE, limit=4096))
+            signer, mac = str(found["key"]), str(found["mac"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ArchiveError(f"{SIGNATURE} in {self.path.name} is damaged: {exc}") from exc
+        if not key:
+            return Signature(signed=True, key=signer)
+        matches = hmac.compare_digest(mac, _mac(key, self._manifest_bytes))
+        return Signature(signed=True, key=signer, matches=matches, own_key=key_id(key))
 
     def _read_whole(self, name: str, limit: int) -> bytes:
         member = self._member(name)
@@ -137,8 +227,9 @@ class Reader:
     def read(self, name: str) -> bytes:
         return self._read_whole(name, limit=1 << 40)
 
-    def verify(self) -> None:
-        """Reads every member the manifest lists and compares its size and SHA-256."""
+    def verify(self, key: str = "") -> Signature:
+        """Reads every member the manifest lists and compares its size and SHA-256; returns
+        what the signature says, checked with `key`."""
         for name, expected in sorted(self.members.items()):
             member = self._member(name)
             if member.size != expected["size"]:
@@ -155,6 +246,7 @@ class Reader:
                 raise ArchiveError(f"The member {name} is cut short ({hashing.size} of {expected['size']} bytes).")
             if hashing.digest.hexdigest() != expected["sha256"]:
                 raise ArchiveError(f"The member {name} does not match its SHA-256 in the manifest (damaged).")
+        return self.signature(key)
 
     def close(self) -> None:
         self.tar.close()
