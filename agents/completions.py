@@ -10,6 +10,8 @@ the REST API's tokens (`Authorization: Bearer <key>`); errors in OpenAI's shape
 from __future__ import annotations
 
 import json
+import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,12 +30,19 @@ from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, colle
 from assistant.answering.pipeline import answer_events, streamed_events
 from assistant.answering.session import AskError, Session, start
 from assistant.answering.types import Turn
-from knowledge.api.views import request_user
+from common.text import storable
+from knowledge.api.views import request_user, server_error_detail
 from knowledge.models import Collection
 from portal.limits import allow_question
 
+log = logging.getLogger(__name__)
 ALL = "kb-all"
+# ASCII digits, as GET /v1/models writes them: str.isdigit() also takes "²" and "①", which
+# int() refuses. 18 digits at most: every one fits the primary key's bigint.
+MODEL_ID = re.compile(r"kb-([1-9][0-9]{0,17})")
 MAX_MESSAGES = 200
+# The `type` and `code` of an error the views raise, by status; a 404 they raise is always a
+# model the user may not use.
 ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -44,13 +53,20 @@ ERROR_TYPES = {
 }
 
 
+def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    """An error in OpenAI's shape: the views' (their status's code), and every other error
+    status under /v1/ (portal.views.json_error: a path no route matches, a body too large)."""
+    kind = ERROR_TYPES.get(status, ("invalid_request_error" if status < 500 else "api_error", None))[0]
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 def openai_errors(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's errors in the shape OpenAI's clients read."""
     response = exception_handler(exc, context)
     if response is None:
         return None
-    kind, code = ERROR_TYPES.get(response.status_code, ("api_error", None))
-    response.data = {"error": {"message": message_of(response.data), "type": kind, "param": None, "code": code}}
+    code = ERROR_TYPES.get(response.status_code, ("", None))[1]
+    response.data = error_body(response.status_code, message_of(response.data), code)
     return response
 
 
@@ -86,13 +102,17 @@ class MessageSerializer(serializers.Serializer[dict[str, Any]]):
         """A string, or OpenAI's list of parts of which the text ones are read."""
         if value is None:
             return ""
-        if isinstance(value, str):
-            return value
         if isinstance(value, list):
-            return "\n".join(
+            value = "\n".join(
                 str(part.get("text", "")) for part in value if isinstance(part, dict) and part.get("type") == "text"
             )
-        raise serializers.ValidationError(_("Give the content as text, or as a list of text parts."))
+        if not isinstance(value, str):
+            raise serializers.ValidationError(_("Give the content as text, or as a list of text parts."))
+        # Every message, not only the question: the earlier ones are stored and read as the
+        # conversation's history, and PostgreSQL stores neither a NUL nor a lone surrogate.
+        if not storable(value):
+            raise serializers.ValidationError(_("The message holds characters that are not text; send it again."))
+        return value
 
 
 class CompletionRequestSerializer(serializers.Serializer[dict[str, Any]]):
@@ -105,9 +125,8 @@ def collections_of(model: str) -> list[int] | None:
     """The collection ids a model names (None: all the user may read); NotFound otherwise."""
     if model == ALL:
         return None
-    number = model.removeprefix("kb-")
-    if model.startswith("kb-") and number.isdigit():
-        return [int(number)]
+    if found := MODEL_ID.fullmatch(model):
+        return [int(found[1])]
     raise NotFound(
         _("The model “%(model)s” does not exist: GET /v1/models lists the ones you may use.") % {"model": model}
     )
@@ -207,7 +226,25 @@ def chunk(session: Session, model: str, delta: dict[str, Any], finish: str | Non
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
+def error_event(message: str, kind: str, code: str) -> str:
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return f"data: {json.dumps({'error': error}, ensure_ascii=False)}\n\n"
+
+
 async def _stream(session: Session, model: str) -> AsyncIterator[str]:
+    """The answer's chunks, then `[DONE]` however the answer ended: an exception part way
+    (the status and the first chunks are sent already) is logged and told as a last error
+    event, so that the client stops reading instead of waiting on an open connection."""
+    try:
+        async for part in _chunks(session, model):
+            yield part
+    except Exception:
+        log.exception("/v1 answer to message %s failed part way", session.question_message.pk)
+        yield error_event(server_error_detail(), "api_error", "internal_error")
+    yield "data: [DONE]\n\n"
+
+
+async def _chunks(session: Session, model: str) -> AsyncIterator[str]:
     """The answer's text as it is written; a replacement that only extends what was sent is
     sent as its rest. A replacement that changes what was sent cannot be taken back in this
     protocol: the final text then comes whole in `portal_answer` on the last chunk."""
@@ -226,8 +263,7 @@ async def _stream(session: Session, model: str) -> AsyncIterator[str]:
             yield chunk(session, model, {"content": text})
     result = collect(events)
     if result["error"] is not None:
-        error = {"message": result["error"]["message"], "type": "api_error", "param": None, "code": "model_failed"}
-        yield f"data: {json.dumps({'error': error}, ensure_ascii=False)}\n\n"
+        yield error_event(result["error"]["message"], "api_error", "model_failed")
     else:
         extends = result["answer"].startswith(sent)
         rest = result["answer"][len(sent) :] if extends else ""
@@ -242,4 +278,3 @@ async def _stream(session: Session, model: str) -> AsyncIterator[str]:
             conversation=result["conversation"],
             **extra,
         )
-    yield "data: [DONE]\n\n"
