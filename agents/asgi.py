@@ -2,7 +2,9 @@
 against ALLOWED_HOSTS as Django checks it, the API token authenticated on every request
 (`Authorization: Bearer <key>`, the REST API's hashed tokens: a revoked token is refused at
 its next call), and the MCP SDK's session manager started on the first request, since
-daphne sends no lifespan events."""
+daphne sends no lifespan events. The server is stateless, so it offers no stream a GET could
+open and no session a DELETE could end: any method but POST is a 405 at once, as the
+Streamable HTTP transport says (the SDK would hold a GET open without a header)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
+from django.utils.translation import gettext as _
 
 from knowledge.api.authentication import key_from_header, user_for_key
 
@@ -46,6 +49,14 @@ class McpEndpoint:
             )
             return
         user, token = found
+        if scope["method"] != "POST":
+            await reply(
+                send,
+                405,
+                {"error": _("This MCP server is stateless: send every message as a POST.")},
+                [(b"allow", b"POST")],
+            )
+            return
         await self.started()
         await self.app({**scope, "portal.user": user, "portal.token": token}, receive, send)
 

@@ -4,34 +4,84 @@ API token's user (agents/asgi.py authenticates every request and puts the user i
 scope). Stateless: every request stands alone, so any web process can serve any call.
 
 Each tool call is logged with the user, the tool, the size of its arguments and its time,
-never their content. The tools' own work is in agents/tools.py."""
+never their content. The tools' own work is in agents/tools.py.
+
+Errors as the specification (2025-11-25) has them: an unknown tool is a protocol error
+(JSON-RPC -32602); arguments that do not fit a tool's input schema, and every refusal, are
+tool errors (`isError: true`) the agent reads and corrects (SEP-1303), told without the
+values sent."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.utils.translation import gettext as _
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, ToolAnnotations
+from pydantic import ValidationError
 
 from agents import tools
 from assistant.answering.events import Event, collect
 from assistant.answering.pipeline import streamed_events
 from assistant.answering.session import AskError, start
-from portal.limits import allow_question
+from portal.limits import allow, allow_question
 from portal.typing import AnyUser
 
 log = logging.getLogger(__name__)
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 PATH = "/mcp/"
+T = TypeVar("T")
 
-server = MCPServer(
+
+class PortalServer(MCPServer):
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """The SDK's call, with the errors the specification asks for: an unknown tool is
+        a protocol error, not a tool's; arguments of the wrong type are a tool error that
+        names each argument and the type its schema gives, never the value sent (pydantic's
+        own message quotes it, with a link to pydantic's site)."""
+        schemas = {tool.name: tool.input_schema for tool in await self.list_tools()}
+        if name not in schemas:
+            raise MCPError(INVALID_PARAMS, _("Unknown tool: %(name)s") % {"name": name[:100]})
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(unfit_arguments(exc.__cause__, schemas[name])) from exc.__cause__
+            raise
+
+
+def unfit_arguments(error: ValidationError, schema: dict[str, Any]) -> str:
+    """Each argument pydantic refused, with the JSON type its input schema gives."""
+    properties = schema.get("properties", {})
+    problems: dict[str, str] = {}
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        name = str(item["loc"][0]) if item["loc"] else ""
+        if item["type"] == "missing":
+            problems.setdefault(name, _("%(name)s is missing") % {"name": name})
+        else:
+            expected = json_types(properties.get(name, {}))
+            problems.setdefault(name, _("%(name)s should be %(type)s") % {"name": name, "type": expected})
+    return _("These arguments do not fit the tool's input schema: %(problems)s.") % {
+        "problems": "; ".join(problems.values())
+    }
+
+
+def json_types(schema: dict[str, Any]) -> str:
+    """`integer`, `array or null`: the types a JSON schema allows, in its own words."""
+    options = schema.get("anyOf", [schema])
+    return " or ".join(str(option.get("type", "any")) for option in options)
+
+
+server = PortalServer(
     name="portal",
     title="Team knowledge portal",
     instructions=(
@@ -48,6 +98,21 @@ def user_of(ctx: Context[Any, Any]) -> AnyUser:
     if user is None:
         raise ToolError("Not authenticated.")
     return user
+
+
+def counted(work: Callable[[AnyUser], T]) -> Callable[[AnyUser], T]:
+    """`work`, once the call is counted against the user's searches and page reads a minute
+    (PORTAL_MCP_READS_PER_MINUTE, counted in Redis as the questions are: portal.limits)."""
+
+    def run(user: AnyUser) -> T:
+        if not allow("mcp_reads", user.pk or 0, settings.MCP_READS_PER_MINUTE):
+            raise tools.ToolRefused(
+                _("Too many searches and page reads in a minute (at most %(count)d); wait a little and try again.")
+                % {"count": settings.MCP_READS_PER_MINUTE}
+            )
+        return work(user)
+
+    return run
 
 
 async def call(ctx: Context[Any, Any], name: str, arguments: dict[str, Any], work: Any) -> Any:
@@ -110,7 +175,7 @@ async def search(
 ) -> dict[str, Any]:
     arguments = {"query": query, "collections": collections, "k": k}
     result: dict[str, Any] = await call(
-        ctx, "search", arguments, lambda user: tools.search(user, query, collections, k)
+        ctx, "search", arguments, counted(lambda user: tools.search(user, query, collections, k))
     )
     return result
 
@@ -125,7 +190,7 @@ async def search(
 async def get_page(document: int, page: int, ctx: Context[Any, Any], image: bool = False) -> dict[str, Any]:
     arguments = {"document": document, "page": page, "image": image}
     result: dict[str, Any] = await call(
-        ctx, "get_page", arguments, lambda user: tools.get_page(user, document, page, image)
+        ctx, "get_page", arguments, counted(lambda user: tools.get_page(user, document, page, image))
     )
     return result
 

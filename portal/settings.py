@@ -468,6 +468,7 @@ HISTORY_TURNS = env_int("PORTAL_HISTORY_TURNS", 3, minimum=0)
 PLAN_MAX_STEPS = env_int("PORTAL_PLAN_MAX_STEPS", 4, minimum=2)
 ROUTER = env_choice("PORTAL_ROUTER", "model", ("model", "rules"))
 ASK_RATE_PER_MINUTE = env_int("PORTAL_ASK_RATE_PER_MINUTE", 20, minimum=1)
+MCP_READS_PER_MINUTE = env_int("PORTAL_MCP_READS_PER_MINUTE", 60, minimum=1)  # MCP search and get_page
 # Per-user memory (assistant/memory, mem0): on or off, how many of the user's memories are
 # searched for each question and given to the chat model, the least dense similarity (cosine,
 # 0-1) for a memory that shares no word with the question to count as about it (0.9 suits the
