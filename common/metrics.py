@@ -149,6 +149,12 @@ MODEL_TOKENS = Counter(
     "Tokens the chat model read (prompt) and wrote (completion), by role and provider.",
     ["role", "provider", "kind"],
 )
+RECONCILER_FINDINGS = Counter(
+    "portal_reconciler_findings",
+    "Stuck ingestion the reconciler found and acted on, by kind of finding (run_silent, run_lost, "
+    "document_stuck, part_left, version_idle) and outcome (sent_back, stopped, finished, failed).",
+    ["kind", "outcome"],
+)
 ERRORS = Counter(
     "portal_errors",
     "Errors by kind (request, task, model, answer, ingestion) and what failed: the view, the "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import partial
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from common.run_admin import RUN_COLUMNS, RUN_FIELDS, RunColumns
 from ingestion import actions
-from ingestion.models import IngestionRun
+from ingestion.models import Finding, IngestionRun
 from ingestion.stages import stage_label
 from knowledge import admin as knowledge_admin
 from knowledge.admin import InCollectionAdmin
@@ -26,8 +26,8 @@ from knowledge.models import Collection, Document, IndexVersion
 
 @admin.register(IngestionRun)
 class IngestionRunAdmin(RunColumns, InCollectionAdmin):
-    list_display = [*RUN_COLUMNS, "collection", "kind"]
-    list_filter = ["status", "kind"]
+    list_display = [*RUN_COLUMNS, "collection", "kind", "sent_back"]
+    list_filter = ["status", "kind", "findings__kind"]
     list_select_related = ["collection", "document", "requested_by"]
     readonly_fields = [
         "collection",
@@ -41,9 +41,39 @@ class IngestionRunAdmin(RunColumns, InCollectionAdmin):
         "counts",
         "time_per_stage",
         "traceback",
+        "reconciler_findings",
     ]
 
     actions = ["cancel", "retry"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[IngestionRun]:
+        latest = Finding.objects.filter(run=OuterRef("pk")).order_by("-created_at", "-pk")
+        return super().get_queryset(request).annotate(finding_reason=Subquery(latest.values("reason")[:1]))
+
+    @admin.display(description=_("sent back by the reconciler"))
+    def sent_back(self, run: IngestionRun) -> str:
+        """Why the reconciler (ingestion/reconcile.py) last acted on this run, if it did."""
+        return getattr(run, "finding_reason", None) or "—"
+
+    @admin.display(description=_("reconciler findings"))
+    def reconciler_findings(self, run: IngestionRun) -> SafeString | str:
+        findings = run.findings.all()
+        if not findings:
+            return "—"
+        return format_html_join(
+            "",
+            "<p>{} · {} · {} ({}): {}</p>",
+            (
+                (
+                    f"{finding.created_at:%Y-%m-%d %H:%M}",
+                    finding.get_kind_display(),
+                    finding.get_outcome_display(),
+                    finding.attempt,
+                    finding.reason,
+                )
+                for finding in findings
+            ),
+        )
 
     @admin.display(description=_("time per stage"))
     def time_per_stage(self, run: IngestionRun) -> SafeString | str:
@@ -81,6 +111,32 @@ class IngestionRunAdmin(RunColumns, InCollectionAdmin):
             assert run.document is not None
             actions.do_rerun_document(run.document)
         self.message_user(request, _("Ingestion queued."), level=messages.SUCCESS)
+
+
+@admin.register(Finding)
+class FindingAdmin(InCollectionAdmin):
+    """What the reconciler found stuck and did (ingestion/reconcile.py; `manage.py doctor`)."""
+
+    list_display = ["created_at", "kind", "outcome", "attempt", "collection", "document", "run", "reason"]
+    list_filter = ["kind", "outcome"]
+    list_select_related = ["collection", "document", "run"]
+    readonly_fields = [
+        "created_at",
+        "kind",
+        "outcome",
+        "attempt",
+        "collection",
+        "document",
+        "run",
+        "index_version",
+        "reason",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made by the reconciler only
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 admin.site.unregister([Collection, Document, IndexVersion])

@@ -64,6 +64,52 @@ class IngestionRun(Run):
         return f"{self.get_kind_display()} {self.document or self.collection}{pages} ({self.status})"
 
 
+class Finding(models.Model):
+    """Something the reconciler (ingestion.reconcile) found stuck and what it did about it: sent
+    it back (a run queued again or anew) with the reason, stopped it, finished it, or, after
+    PORTAL_RECONCILE_TRIES of the same finding, failed it with a message a person can act on."""
+
+    class Kind(models.TextChoices):
+        RUN_SILENT = "run_silent", _("Run without a heartbeat")
+        RUN_LOST = "run_lost", _("Run queued but never sent")
+        DOCUMENT_STUCK = "document_stuck", _("Document waiting with no run")
+        PART_LEFT = "part_left", _("Part of a split document left behind")
+        VERSION_IDLE = "version_idle", _("Index version building with nothing left to do")
+
+    class Outcome(models.TextChoices):
+        SENT_BACK = "sent_back", _("Sent back")
+        STOPPED = "stopped", _("Stopped")
+        FINISHED = "finished", _("Finished")
+        FAILED = "failed", _("Failed")
+
+    kind = models.CharField(_("kind"), max_length=20, choices=Kind.choices)
+    outcome = models.CharField(_("outcome"), max_length=10, choices=Outcome.choices)
+    reason = models.TextField(_("reason"))
+    # Which try of this finding on this subject it was (1 to PORTAL_RECONCILE_TRIES; one more fails it).
+    attempt = models.PositiveSmallIntegerField(_("try"))
+    collection = models.ForeignKey(
+        "knowledge.Collection", on_delete=models.CASCADE, related_name="+", verbose_name=_("collection")
+    )
+    document = models.ForeignKey(
+        "knowledge.Document", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    run = models.ForeignKey(
+        IngestionRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="findings", verbose_name=_("run")
+    )
+    index_version = models.ForeignKey(
+        "knowledge.IndexVersion", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    created_at = models.DateTimeField(_("found"), auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        verbose_name = _("reconciler finding")
+        verbose_name_plural = _("reconciler findings")
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.get_outcome_display()} ({self.attempt})"
+
+
 class DerivedText(models.Model):
     """What a model read from one input (OCR of an image, speech of a clip, a vision caption),
     cached by the input's hash: re-ingesting a changed file, rebuilding an index version or

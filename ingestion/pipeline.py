@@ -1,6 +1,6 @@
 """An ingestion run from claim to end: one document into its collection's index versions,
-page by page, redoing only what changed; its progress, cancelling, failure and the requeueing
-of runs whose worker stopped. No Celery here: tasks.py wraps these functions, and tests call
+page by page, redoing only what changed; its progress, cancelling and failure (what is left
+stuck is found and sent back by reconcile.py). No Celery here: tasks.py wraps these functions, and tests call
 them directly. Pages are written by pages.py, chunks and versions by index.py.
 
 A page is valid in a version when its IndexedPage row matches its content hash and all its
@@ -22,7 +22,6 @@ import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -402,27 +401,3 @@ def _finish(
         status=status, error=error, traceback=trace, counts=counts or {}, finished_at=timezone.now()
     )
     run.refresh_from_db()
-
-
-def resend_lost_runs(stale_after: timedelta) -> list[IngestionRun]:
-    """Queued ingestion runs whose task message is gone: Redis restarted without keeping its
-    data (the embedded one keeps none, so restarting `manage.py up` lost every queued upload),
-    or a broker flushed. Call it only when the broker's ingest queue is empty: then no queued
-    run has a message waiting. Each such run queued for longer than `stale_after` (and not
-    sent again since) is sent again; a run a worker holds already is claimed only once, so a
-    second message for it does nothing. `heartbeat_at` of a queued run: when it was resent."""
-    cutoff = timezone.now() - stale_after
-    lost = IngestionRun.objects.filter(
-        status=IngestionRun.Status.QUEUED,
-        kind=IngestionRun.Kind.INGEST,
-        document__isnull=False,
-        created_at__lt=cutoff,
-    ).filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
-    resent = []
-    for run in lost:
-        if IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
-            heartbeat_at=timezone.now()
-        ):
-            enqueue_run(run)  # sent at once: no transaction is open here
-            resent.append(run)
-    return resent

@@ -6,8 +6,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from common.runs import claim, stale_after
-from ingestion import pipeline, versions
+from common.runs import claim
+from ingestion import pipeline, reconcile, versions
 from ingestion.models import IngestionRun
 from providers import registry
 from providers.base import ProviderError
@@ -40,24 +40,14 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
 
 @shared_task(name="ingestion.resend_lost_runs")
 def resend_lost_runs() -> int:
-    """Run by beat every minute: queued runs whose message the broker lost are sent again
-    (running ones whose worker stopped: portal.requeue_stale_runs)."""
-    if _waiting("ingest"):  # a message waits, so the queued runs may still have theirs
+    """Queued runs whose message the broker lost, sent again: the reconciler's own step, which
+    beat runs with the others (portal.reconcile); kept for a person to run alone."""
+    if not reconcile.broker_idle():  # a message waits, so the queued runs may still have theirs
         return 0
-    return len(pipeline.resend_lost_runs(stale_after()))
+    return len([finding for problem in reconcile.lost_runs() if (finding := reconcile.mend(problem))])
 
 
-def _waiting(queue: str) -> int:
-    """Messages waiting in a broker queue (not those a worker holds)."""
-    from celery import current_app
-    from kombu.exceptions import ChannelError
-
-    with current_app.connection_for_read() as connection:
-        try:
-            declared = connection.default_channel.queue_declare(queue=queue, passive=True)  # type: ignore[attr-defined]
-            return int(declared.message_count)
-        except ChannelError:  # not declared (yet): nothing waits in it
-            return 0
+_waiting = reconcile.queue_waiting
 
 
 @shared_task(name="ingestion.reindex_outdated")

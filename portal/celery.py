@@ -23,8 +23,9 @@ app.conf.task_routes = {
 }
 app.conf.beat_schedule = {
     "worker-heartbeat": {"task": "portal.tasks.heartbeat", "schedule": 30.0},
-    "requeue-stale-runs": {"task": "portal.requeue_stale_runs", "schedule": 60.0},
-    "resend-lost-runs": {"task": "ingestion.resend_lost_runs", "schedule": 60.0},
+    # Stuck ingestion found and sent back, and runs of every kind whose worker stopped
+    # queued again (ingestion/reconcile.py; `manage.py doctor` runs the same checks).
+    "reconcile": {"task": "portal.reconcile", "schedule": 60.0},
     "sources-due": {"task": "sources.sync_due", "schedule": 60.0},
     "reindex-outdated": {"task": "ingestion.reindex_outdated", "schedule": 300.0},
     # Audit entries older than PORTAL_AUDIT_DAYS go, once a day.

@@ -362,6 +362,9 @@ if "OMP_WAIT_POLICY" not in os.environ:
 MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()
 # A running ingestion with no progress for this long lost its worker: it is queued again.
 RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
+# Times the reconciler (ingestion/reconcile.py) sends back the same stuck document, run or
+# index version before it fails it with a readable error instead.
+RECONCILE_TRIES = env_int("PORTAL_RECONCILE_TRIES", 3, minimum=1)
 # Sources kept in sync (sources/): folders a folder source or a Git repository on this server
 # may be in (none: neither kind can be added), the key(s) credentials are encrypted with
 # (comma-separated: the first encrypts, each decrypts, so a key can be rotated; empty: one

@@ -5,8 +5,7 @@ import time
 from celery import shared_task
 
 from common.runs import requeue_stale
-from ingestion.models import IngestionRun
-from ingestion.runs import enqueue_run
+from ingestion import reconcile as reconciler
 from portal.health import HEARTBEAT_KEY, redis_client
 from quality.models import EvaluationRun
 from quality.runs import enqueue as enqueue_evaluation
@@ -21,11 +20,24 @@ def heartbeat() -> float:
     return now
 
 
+@shared_task(name="portal.reconcile")
+def reconcile() -> int:
+    """Run by beat every minute: ingestion's reconciler (stuck documents, runs silent or lost,
+    parts left behind, versions building with nothing to do: ingestion/reconcile.py), then
+    the other kinds of run whose worker stopped. What was acted on."""
+    mended = reconciler.reconcile(broker_idle=reconciler.broker_idle())
+    return len(mended) + _requeue_other_runs()
+
+
 @shared_task(name="portal.requeue_stale_runs")
 def requeue_stale_runs() -> int:
-    """Run by beat every minute: every kind of run whose worker stopped giving signs of life
-    is queued again by the one rule of common.runs."""
-    ingestion = requeue_stale(IngestionRun.objects.filter(document__isnull=False), enqueue_run)
+    """Every kind of run whose worker stopped giving signs of life, queued again by the one
+    rule of common.runs: ingestion's through the reconciler, which bounds the tries."""
+    ingestion = [finding for problem in reconciler.silent_runs() if (finding := reconciler.mend(problem))]
+    return len(ingestion) + _requeue_other_runs()
+
+
+def _requeue_other_runs() -> int:
     syncs = requeue_stale(SyncRun.objects.all(), SyncRun.send)
     evaluations = requeue_stale(EvaluationRun.objects.all(), enqueue_evaluation)
-    return len(ingestion) + len(syncs) + len(evaluations)
+    return len(syncs) + len(evaluations)
