@@ -14,6 +14,7 @@ never executed twice at once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -23,6 +24,10 @@ from django.db import models, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from common import metrics
+
+log = logging.getLogger(__name__)
 
 
 class Run(models.Model):
@@ -65,8 +70,39 @@ class Run(models.Model):
         """Queue the run's task once the current transaction commits."""
         send_on_commit(self.task_name, self.pk)
 
+    def unfinished(self) -> str:
+        """Why this run may not be recorded as succeeded, "" when it may: a kind whose success
+        means something of what it ran for says so here (an ingest run's document is ready),
+        and `end_run` then ends it failed with this reason instead."""
+        return ""
+
+    def failed_unfinished(self, reason: str) -> None:
+        """What it ran for is told that the run ended failed for `reason` (`unfinished`): a
+        document left pending fails with it, so that it never waits on a run that has ended."""
+
 
 R = TypeVar("R", bound=Run)
+
+
+def end_run(run: R, status: str, *, error: str = "", **fields: Any) -> R:
+    """The one way every kind of run ends: its status (succeeded, failed, cancelled), error,
+    finish time and its kind's own `fields` (counts, summaries…) in one UPDATE, set on `run`
+    too. A success is recorded only when what the run was for agrees (`Run.unfinished`);
+    otherwise the run ends failed with the reason, counted on /metrics (portal_errors{kind=
+    "run", name="unfinished"}), and its subject is failed with it: a run can never succeed
+    while its document is left pending."""
+    if status == Run.Status.SUCCEEDED:
+        reason = run.unfinished()
+        if reason:
+            log.error("%s %s ended without its work done: %s", type(run).__name__, run.pk, reason)
+            metrics.ERRORS.labels("run", "unfinished").inc()
+            status, error = Run.Status.FAILED, reason
+            run.failed_unfinished(reason)
+    values = {"status": status, "error": error, "finished_at": timezone.now(), **fields}
+    type(run).objects.filter(pk=run.pk).update(**values)  # type: ignore[attr-defined]
+    for name, value in values.items():
+        setattr(run, name, value)
+    return run
 
 
 def send_on_commit(task_name: str, *args: Any, queue: str | None = None) -> None:

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from common.runs import Run
+from knowledge.models import Document
 
 
 class IngestionRun(Run):
@@ -62,6 +64,27 @@ class IngestionRun(Run):
     def __str__(self) -> str:
         pages = f" p. {self.first_page}–{self.last_page}" if self.last_page else ""
         return f"{self.get_kind_display()} {self.document or self.collection}{pages} ({self.status})"
+
+    def unfinished(self) -> str:
+        """A run that ingests a whole document succeeds only with the document ready (the
+        parts of a split one: the last part to end finishes it, ingestion.pipeline); a
+        document deleted meanwhile leaves nothing to disagree with."""
+        if self.kind != self.Kind.INGEST or self.document_id is None or self.last_page is not None:
+            return ""
+        status = Document.objects.filter(pk=self.document_id).values_list("status", flat=True).first()
+        if status is None or status == Document.Status.READY:
+            return ""
+        return gettext("The run ended without making the document ready (it was left %(status)s); run it again.") % {
+            "status": Document.Status(status).label
+        }
+
+    def failed_unfinished(self, reason: str) -> None:
+        if self.document_id is None:
+            return
+        waiting = (Document.Status.PENDING, Document.Status.PROCESSING)
+        Document.objects.filter(pk=self.document_id, status__in=waiting).update(
+            status=Document.Status.FAILED, error=reason
+        )
 
 
 class Finding(models.Model):

@@ -31,6 +31,7 @@ from django.utils.translation import gettext as _
 
 from common import metrics
 from common.cancelled import Cancelled
+from common.runs import end_run
 from common.storage import local_copy
 from ingestion import stats
 from ingestion.index import (
@@ -145,7 +146,10 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_
     )
     # Versions where this content is already complete keep serving it, untouched.
     pending = [version for version in versions if version.pk not in complete]
-    if not pending:
+    if not pending:  # whole in every version already: ready, whatever it was said to be
+        Document.objects.filter(pk=document.pk).exclude(status=Document.Status.READY).update(
+            status=Document.Status.READY, error=""
+        )
         pages = document.pages.count()
         return IngestResult(pages=pages, pages_indexed=0, pages_kept=pages, chunks_written=0)
     parser = parser_for(document.mime)
@@ -397,7 +401,5 @@ def _fail(run: IngestionRun, document: Document, message: str, trace: str = "", 
 def _finish(
     run: IngestionRun, status: str, *, error: str = "", trace: str = "", counts: dict[str, int] | None = None
 ) -> None:
-    IngestionRun.objects.filter(pk=run.pk).update(
-        status=status, error=error, traceback=trace, counts=counts or {}, finished_at=timezone.now()
-    )
+    end_run(run, status, error=error, traceback=trace, counts=counts or {})
     run.refresh_from_db()

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from assistant.busy import wait_until_idle
 from audit.log import record
 from audit.models import Action
+from common.runs import end_run
 from ingestion import versions
 from knowledge.events import send_collection_event, send_collection_event_on_commit
 from knowledge.models import Collection, IndexVersion
@@ -108,11 +109,16 @@ class _Ticker:
 
 
 def _finish(run: EvaluationRun, started: float, *, status: str, error: str = "") -> None:
-    run.status, run.error = status, error[:2000]
-    run.finished_at = timezone.now()
-    run.seconds = round(time.perf_counter() - started, 2)
-    fields = ["status", "error", "finished_at", "seconds", "summary", "per_question", "drops", "progress"]
-    run.save(update_fields=fields)
+    end_run(
+        run,
+        status,
+        error=error[:2000],
+        seconds=round(time.perf_counter() - started, 2),
+        summary=run.summary,
+        per_question=run.per_question,
+        drops=run.drops,
+        progress=run.progress,
+    )
     _send(run)
 
 

@@ -34,7 +34,7 @@ from django.utils.translation import gettext as _
 
 from audit.log import record
 from audit.models import Action
-from common.runs import claim
+from common.runs import claim, end_run
 from ingestion import pipeline
 from ingestion.actions import do_add_document
 from knowledge.actions import check_upload_size, clean_document_path, do_delete_document, file_sha256
@@ -283,12 +283,10 @@ def _safe_secrets(source: Source) -> tuple[str, ...]:
 
 
 def _finish(run: SyncRun, syncer: Syncer | None, error: str) -> None:
-    now = timezone.now()
     if syncer is not None:
         run.counts, run.failures = syncer.counts, syncer.failures
-    run.status = SyncRun.Status.FAILED if error else SyncRun.Status.SUCCEEDED
-    run.error, run.finished_at, run.heartbeat_at = error, now, now
-    fields = ["counts", "failures", "progress", "total", "status", "error", "finished_at", "heartbeat_at"]
-    run.save(update_fields=fields)
-    Source.objects.filter(pk=run.source_id).update(last_sync_at=now)
+    status = SyncRun.Status.FAILED if error else SyncRun.Status.SUCCEEDED
+    fields = {"counts": run.counts, "failures": run.failures, "progress": run.progress, "total": run.total}
+    end_run(run, status, error=error, heartbeat_at=timezone.now(), **fields)
+    Source.objects.filter(pk=run.source_id).update(last_sync_at=run.finished_at)
     send_collection_event(run.source.collection_id, run.as_event())
