@@ -49,10 +49,18 @@ def prune(out_dir: Path, keep: int) -> list[Path]:
 
 
 def do_restore(
-    path: Path, *, force: bool = False, passphrase: str | None = None, safety_dir: Path | None = None, say: Say = quiet
+    path: Path,
+    *,
+    force: bool = False,
+    passphrase: str | None = None,
+    safety_dir: Path | None = None,
+    allow_unsigned: bool = False,
+    say: Say = quiet,
 ) -> Restored:
     """Restores `path`; the entry is written into the restored audit log."""
-    restored = restore_backup(path, force=force, passphrase=passphrase, safety_dir=safety_dir, say=say)
+    restored = restore_backup(
+        path, force=force, passphrase=passphrase, safety_dir=safety_dir, allow_unsigned=allow_unsigned, say=say
+    )
     with transaction.atomic():
         record(
             Action.BACKUP_RESTORE,

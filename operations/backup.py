@@ -6,10 +6,12 @@ read in that same transaction. Files are copied after the dump: one written late
 out because no dumped row names it, and every dumped row's file is in the archive (unless
 it was deleted meanwhile, which the manifest records as missing).
 
-Restore: every member's checksum is checked before anything is touched; the files go into
-the configured storage first (those added are removed again if the database cannot be
-restored), then the database is replaced in one transaction, the migrations of this code
-run, and the result is compared with the manifest.
+Restore: the archive's signature, the sizes of its members against the free space, every
+member's checksum and the dump's table of contents (operations/restoring.py) are checked
+before anything is touched; the files go into the configured storage first (those added are
+removed again if the database cannot be restored), then the database is replaced in one
+transaction by a role that is not a superuser, the migrations of this code run, and the
+result is compared with the manifest.
 
 django-dbbackup was considered: it dumps the database and the media in two separate
 commands and archives, encrypts with GPG, and keeps no manifest, so neither the snapshot
@@ -20,11 +22,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
-import shutil
 import subprocess
 import tempfile
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,29 +34,20 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.db import connection
-from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
 from assistant.models import Conversation, MemoryHistory
-from common.storage import CHUNK, is_object_store, open_stream, sha256_of
+from common.storage import is_object_store, open_stream, sha256_of
 from knowledge.models import Chunk, Collection, Document, Page, stored_file_names
-from operations import archive, postgres
+from operations import archive, checking, postgres, restoring
 from operations.archive import ArchiveError
+from operations.checking import RestoreRefusedError, Say, quiet
 from portal.models import User
 
-Say = Callable[[str], None]
 # Stored files whose SHA-256 a restore reads back from the storage and compares.
 VERIFY_SAMPLE = 20
 # What the manifest counts and a restore must find again.
 COUNTED = ("documents", "pages", "chunks", "vectors")
-
-
-def quiet(message: str) -> None:
-    pass
-
-
-class RestoreRefusedError(Exception):
-    """The instance is not one this archive may be restored into; nothing was changed."""
 
 
 @dataclass
@@ -148,7 +139,7 @@ def make_backup(out_dir: Path, *, passphrase: str | None = None, say: Say = quie
     out_dir.mkdir(parents=True, exist_ok=True)
     client = postgres.client_for(postgres.server_major())
     path = _archive_name(out_dir)
-    writer = archive.Writer(path)
+    writer = archive.Writer(path, signing_key=settings.BACKUP_SIGNING_KEY)
     try:
         with tempfile.TemporaryDirectory(dir=out_dir, prefix=".dump-") as scratch:
             dump_path = Path(scratch) / archive.DATABASE
@@ -207,23 +198,9 @@ def _copy_files(writer: archive.Writer, names: list[str], say: Say) -> tuple[lis
             say(f"Files: {number}/{len(names)} ({_size(total)}).")
     if missing:
         say(f"{len(missing)} file(s) were deleted after the dump and are not in the archive.")
+    if settings.BACKUP_SIGNING_KEY:
+        say(f"Signed with the key {archive.key_id(settings.BACKUP_SIGNING_KEY)}.")
     return missing, copied, total
-
-
-def _check_schema(manifest: dict[str, Any]) -> None:
-    """Refuses an archive made by a newer portal: this code cannot undo its migrations."""
-    known = set(MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
-    newer = [
-        f"{app}.{name}"
-        for app, names in (manifest.get("migrations") or {}).items()
-        for name in names
-        if (app, name) not in known
-    ]
-    if newer:
-        raise RestoreRefusedError(
-            f"The archive was made by a newer portal (migrations this code does not have: {', '.join(newer[:5])}). "
-            "Upgrade this portal to that version or later, then restore."
-        )
 
 
 def restore_backup(
@@ -232,60 +209,25 @@ def restore_backup(
     force: bool = False,
     passphrase: str | None = None,
     safety_dir: Path | None = None,
+    allow_unsigned: bool = False,
     say: Say = quiet,
 ) -> Restored:
     """Restores `path` into this instance (see the module's docstring)."""
     reader = archive.Reader(path)
     try:
-        manifest = reader.manifest
-        portal = manifest.get("portal") or {}
-        say(
-            f"Archive of {manifest.get('created', '?')} by portal {portal.get('version', '?')} "
-            f"{(portal.get('commit') or '')[:12]}: {manifest['counts'].get('documents', 0)} documents, "
-            f"{manifest['files']['count']} files."
-        )
-        say("Checking every member's SHA-256…")
-        reader.verify()
-        _check_schema(manifest)
-        secrets = None
-        notes: list[str] = []
-        if archive.SECRETS in reader.members:
-            if passphrase:
-                secrets = archive.unseal(reader.read(archive.SECRETS), passphrase)
-            else:
-                notes.append(
-                    "The archive holds the secret key and source keys; without a passphrase they were not "
-                    "restored, so sources' stored credentials will not decrypt unless SECRET_KEY and "
-                    "PORTAL_SOURCE_KEYS are the old ones."
-                )
-        elif passphrase:
-            raise RestoreRefusedError(
-                "The archive holds no secrets (it was made without --with-secrets); leave out the passphrase."
-            )
-        there = {name: number for name, number in holdings().items() if number}
-        safety = None
-        if there:
-            held = ", ".join(f"{number} {name}" for name, number in there.items())
-            if not force:
-                raise RestoreRefusedError(
-                    f"This instance is not empty ({held}). Restore into an empty instance, or pass --force: "
-                    "this instance is then backed up first and replaced."
-                )
-            target = safety_dir or settings.BACKUP_DIR or Path(settings.VAR_DIR) / "backups"
-            say(f"This instance holds {held}: backing it up first…")
-            safety = make_backup(Path(target), say=say).path
-        added = _restore_files(reader, say)
-        try:
-            with tempfile.TemporaryDirectory(prefix="portal-restore-") as scratch:
-                dump_path = Path(scratch) / archive.DATABASE
-                with reader.open(archive.DATABASE) as source, dump_path.open("wb") as target_file:
-                    shutil.copyfileobj(source, target_file, CHUNK)
+        with tempfile.TemporaryDirectory(prefix="portal-restore-") as scratch:
+            checking.checked(reader, Path(scratch), allow_unsigned=allow_unsigned, say=say)
+            manifest = reader.manifest
+            secrets, notes = _secrets(reader, passphrase)
+            safety = _make_room(force, safety_dir, say)
+            added = _restore_files(reader, say)
+            try:
                 say("Restoring the database (one transaction)…")
-                postgres.restore(dump_path)
-        except BaseException:
-            for name in added:
-                default_storage.delete(name)
-            raise
+                restoring.restore(Path(scratch) / archive.DATABASE)
+            except BaseException:
+                for name in added:
+                    default_storage.delete(name)
+                raise
         say("Running this portal's migrations…")
         call_command("migrate", interactive=False, verbosity=0)
         if secrets is not None:
@@ -294,6 +236,38 @@ def restore_backup(
         return Restored(manifest, found, len(reader.files()), checked, secrets is not None, safety, notes)
     finally:
         reader.close()
+
+
+def _secrets(reader: archive.Reader, passphrase: str | None) -> tuple[dict[str, Any] | None, list[str]]:
+    if archive.SECRETS in reader.members:
+        if passphrase:
+            return archive.unseal(reader.read(archive.SECRETS), passphrase), []
+        return None, [
+            "The archive holds the secret key and source keys; without a passphrase they were not "
+            "restored, so sources' stored credentials will not decrypt unless SECRET_KEY and "
+            "PORTAL_SOURCE_KEYS are the old ones."
+        ]
+    if passphrase:
+        raise RestoreRefusedError(
+            "The archive holds no secrets (it was made without --with-secrets); leave out the passphrase."
+        )
+    return None, []
+
+
+def _make_room(force: bool, safety_dir: Path | None, say: Say) -> Path | None:
+    """Refuses a non-empty instance unless `force`; then backs it up first."""
+    there = {name: number for name, number in holdings().items() if number}
+    if not there:
+        return None
+    held = ", ".join(f"{number} {name}" for name, number in there.items())
+    if not force:
+        raise RestoreRefusedError(
+            f"This instance is not empty ({held}). Restore into an empty instance, or pass --force: "
+            "this instance is then backed up first and replaced."
+        )
+    target = safety_dir or settings.BACKUP_DIR or Path(settings.VAR_DIR) / "backups"
+    say(f"This instance holds {held}: backing it up first…")
+    return make_backup(Path(target), say=say).path
 
 
 def _restore_files(reader: archive.Reader, say: Say) -> list[str]:

@@ -151,9 +151,12 @@ def libpq_environ(client: Client) -> dict[str, str]:
     return environ
 
 
-def _failed(program: str, process: subprocess.CompletedProcess[bytes] | subprocess.Popen[bytes], stderr: bytes) -> str:
+def failed(program: str, process: subprocess.CompletedProcess[bytes] | subprocess.Popen[bytes], stderr: bytes) -> str:
     message = stderr.decode(errors="replace").strip().splitlines()
-    tail = " | ".join(message[-3:]) if message else f"exit status {process.returncode}"
+    # From the last error on (its hint and context follow it), else the last lines.
+    errors = [number for number, line in enumerate(message) if "ERROR:" in line or "FATAL:" in line]
+    shown = message[errors[-1] : errors[-1] + 3] if errors else message[-3:]
+    tail = " | ".join(shown) if message else f"exit status {process.returncode}"
     return f"{program} failed: {tail}"
 
 
@@ -168,7 +171,7 @@ def dump(path: Path, *, snapshot: str, client: Client) -> None:
         check=False,
     )
     if process.returncode != 0:
-        raise PostgresError(_failed("pg_dump", process, process.stderr))
+        raise PostgresError(failed("pg_dump", process, process.stderr))
 
 
 def dump_major(path: Path) -> int:
@@ -197,39 +200,77 @@ def _lines_for(server: int, source: IO[bytes]) -> Iterator[bytes]:
         yield line
 
 
-def restore(path: Path) -> None:
-    """Replace everything in the database's `public` schema by the dump's, in one
-    transaction: when anything fails, the database is left exactly as it was.
+@dataclass(frozen=True)
+class Login:
+    """Who the restore's psql logs in as: the portal's own user when `user` is None."""
+
+    user: str | None
+    password: str | None
+
+
+def restore(
+    path: Path,
+    *,
+    client: Client,
+    server: int,
+    login: Login,
+    use_list: str,
+    before: bytes,
+    after: bytes,
+    committed: bytes,
+) -> None:
+    """The dump's entries named in `use_list` (lines of `pg_restore --list`), as SQL between
+    `before` and `after`, which open and commit one transaction: when anything fails, the
+    database is left exactly as it was. `operations.restoring.restore` decides all of these.
+
+    psql commits nothing by itself (no --single-transaction): a dump whose SQL ends inside a
+    COPY would take `after` for rows and psql would commit them at the end of its input. So
+    `after` ends by printing `committed`, and a restore whose psql did not print it failed.
 
     pg_restore writes the dump as SQL into psql. When psql stops at an error, what pg_restore
     still has to write goes nowhere: its output is closed so that it stops too, instead of
     waiting for ever on a full pipe; the programs' messages go to files for the same reason."""
-    server = server_major()
-    writer = client_for(max(server, dump_major(path)))
-    environ = libpq_environ(writer)
+    environ = libpq_environ(client)
+    if login.user:
+        environ["PGUSER"] = login.user
+        environ["PGPASSWORD"] = login.password or ""
     # Nothing may hold the tables while they are dropped: the portal's own connection closes.
     connection.close()
-    preamble = b"DROP SCHEMA IF EXISTS public CASCADE;\nCREATE SCHEMA public;\n"
-    with tempfile.TemporaryFile() as psql_err, tempfile.TemporaryFile() as reader_err:
+    with (
+        tempfile.NamedTemporaryFile("w", suffix=".list") as listed,
+        tempfile.TemporaryFile() as psql_out,
+        tempfile.TemporaryFile() as psql_err,
+        tempfile.TemporaryFile() as reader_err,
+    ):
+        listed.write(use_list)
+        listed.flush()
         psql = subprocess.Popen(
-            [writer.program("psql"), "--quiet", "--no-psqlrc", "--single-transaction", "-v", "ON_ERROR_STOP=1", "-f-"],
+            [client.program("psql"), "--quiet", "--no-psqlrc", "--tuples-only", "-v", "ON_ERROR_STOP=1", "-f-"],
             env=environ,
             stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
+            stdout=psql_out,
             stderr=psql_err,
         )
         reader = subprocess.Popen(
-            [writer.program("pg_restore"), "--no-owner", "--no-privileges", "--file=-", str(path)],
-            env=environ,
+            [
+                client.program("pg_restore"),
+                "--no-owner",
+                "--no-privileges",
+                f"--use-list={listed.name}",
+                "--file=-",
+                str(path),
+            ],
+            env=client.environ,
             stdout=subprocess.PIPE,
             stderr=reader_err,
         )
         assert psql.stdin is not None
         assert reader.stdout is not None
         try:
-            psql.stdin.write(preamble)
+            psql.stdin.write(before)
             for line in _lines_for(server, reader.stdout):
                 psql.stdin.write(line)
+            psql.stdin.write(after)
         except BrokenPipeError:  # psql stopped at an error: its message says which
             pass
         finally:
@@ -239,9 +280,14 @@ def restore(path: Path) -> None:
         psql.wait()
         reader.wait()
         if psql.returncode != 0:
-            raise PostgresError(_failed("psql", psql, _read(psql_err)))
+            raise PostgresError(failed("psql", psql, _read(psql_err)))
         if reader.returncode != 0:
-            raise PostgresError(_failed("pg_restore", reader, _read(reader_err)))
+            raise PostgresError(failed("pg_restore", reader, _read(reader_err)))
+        if committed not in _read(psql_out):
+            raise PostgresError(
+                "The dump's SQL did not end where it should (its last statement was left open), so the restore's "
+                "own last statements did not run and nothing was committed."
+            )
 
 
 def _read(stream: IO[bytes]) -> bytes:

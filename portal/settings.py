@@ -386,6 +386,15 @@ BACKUP_DIR = Path(env_str("PORTAL_BACKUP_DIR")).resolve() if env_str("PORTAL_BAC
 BACKUP_KEEP = env_int("PORTAL_BACKUP_KEEP", 7, minimum=1)
 BACKUP_EVERY_HOURS = env_int("PORTAL_BACKUP_EVERY_HOURS", 24, minimum=1)
 PG_BIN = env_str("PORTAL_PG_BIN")
+# A key kept apart from the archives: backups are signed with it (an HMAC of the manifest) and
+# a restore then refuses an archive it did not sign (operations/archive.py).
+BACKUP_SIGNING_KEY = env_str("PORTAL_BACKUP_SIGNING_KEY")
+if BACKUP_SIGNING_KEY and len(BACKUP_SIGNING_KEY) < 32:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("PORTAL_BACKUP_SIGNING_KEY must be at least 32 characters long.")
+# The most a restore writes out of one archive (0: as much as the free disk space allows).
+RESTORE_MAX_MB = env_int("PORTAL_RESTORE_MAX_MB", 0, minimum=0)
 # The most pages one document may have (a 10,000-page PDF of blank pages is refused).
 MAX_PAGES = env_int("PORTAL_MAX_PAGES", 5000, minimum=1)
 # Office files (zip archives) may unpack to at most this much: zip bombs are refused.

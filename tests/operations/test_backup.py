@@ -409,3 +409,41 @@ def test_a_database_that_cannot_be_restored_is_left_as_it_was_and_its_files_are_
         assert conn.execute("SELECT count(*) FROM knowledge_document").fetchone() == (0,)
     left = [path for path in (tmp_path / "media-e").rglob("*") if path.is_file()]
     assert left == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("media")
+def test_a_signed_archive_restores_only_with_its_key(alice, tmp_path, scratch_database):
+    """The operator's flow: backups signed with PORTAL_BACKUP_SIGNING_KEY, restored where the
+    same key is set; another key, or no signature, is refused before anything is touched."""
+    key, other = "a-signing-key-kept-apart-from-the-archives", "another-portal-s-signing-key-0123456789"
+    collection = make_collection(alice, "Handbook")
+    ingest(collection, "leave.md", b"# Leave\n\nTwenty days of annual leave a year.")
+    here = {**this_instance(tmp_path / "var"), "PORTAL_BACKUP_SIGNING_KEY": key}
+    made = manage(here, "backup", "--out", str(tmp_path / "signed"))
+    assert made.returncode == 0, made.stderr
+    assert f"Signed with the key {archive.key_id(key)}." in made.stdout
+    (signed,) = (tmp_path / "signed").glob("portal-backup-*.tar")
+    unsigned = make_backup(tmp_path / "unsigned").path
+    target = {**here, "DATABASE_URL": scratch_database, "MEDIA_ROOT": str(tmp_path / "media-s")}
+
+    checked = manage(target, "restore", "--check", str(signed))
+    assert checked.returncode == 0, checked.stderr
+    assert f"can be restored here (signed with this portal's key ({archive.key_id(key)}))" in checked.stdout
+
+    wrong = manage({**target, "PORTAL_BACKUP_SIGNING_KEY": other}, "restore", str(signed))
+    assert wrong.returncode != 0
+    assert f"signed with another key ({archive.key_id(key)}; this portal's is {archive.key_id(other)})" in wrong.stderr
+    refused = manage(target, "restore", str(unsigned))
+    assert refused.returncode != 0
+    assert "The archive is not signed, and PORTAL_BACKUP_SIGNING_KEY is set" in refused.stderr
+    with psycopg.connect(scratch_database, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
+    allowed = manage(target, "restore", "--check", "--allow-unsigned", str(unsigned))
+    assert allowed.returncode == 0, allowed.stderr
+    assert "can be restored here (not signed)" in allowed.stdout
+
+    restored = manage(target, "restore", str(signed))
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert f"Signature: signed with this portal's key ({archive.key_id(key)})." in restored.stdout
+    assert "Verified: 1 documents" in restored.stdout
