@@ -72,6 +72,8 @@ def openai_errors(exc: Exception, context: dict[str, Any]) -> Response | None:
 
 @extend_schema(exclude=True)  # OpenAI's API, documented there and in docs/integrations.md
 class OpenAIView(APIView):
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
     def get_exception_handler(self) -> Any:
         return openai_errors
 
