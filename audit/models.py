@@ -28,6 +28,7 @@ class Action(models.TextChoices):
     DOCUMENT_REPLACE = "document.replace", _("Document replaced")
     DOCUMENT_DELETE = "document.delete", _("Document deleted")
     DOCUMENT_MOVE = "document.move", _("Document moved")
+    DOCUMENT_RERUN = "document.rerun", _("Document indexed again")
     SOURCE_CREATE = "source.create", _("Source added")
     SOURCE_UPDATE = "source.update", _("Source changed")
     SOURCE_DELETE = "source.delete", _("Source removed")
