@@ -181,10 +181,41 @@ def check_video_link(url: str, title: str, description: str) -> tuple[str, str, 
     return url, title, description
 
 
-def do_rerun_document(document: Document, *, enqueue: bool = True) -> IngestionRun:
+class AlreadyIndexingError(Exception):
+    """The document is already queued or being indexed (`run`), so it was not queued again."""
+
+    def __init__(self, run: IngestionRun) -> None:
+        super().__init__(run.pk)
+        self.run = run
+
+
+def do_rerun_document(document: Document, *, enqueue: bool = True, if_idle: bool = False) -> IngestionRun:
     """Ingest the document again (after a failure or a killed worker): pages still valid are
-    kept, the rest redone."""
-    return new_ingest_run(document, enqueue=enqueue)
+    kept, the rest redone. `if_idle` (the page's button, the API): a document already queued or
+    being indexed is not queued twice, AlreadyIndexingError names its run; the admin and operators
+    may start another (a run whose worker died is also queued again by beat: common.runs)."""
+    with transaction.atomic():
+        if if_idle:
+            # Two clicks at once wait for each other here, so the second finds the first's run.
+            Document.objects.select_for_update(no_key=True).filter(pk=document.pk).exists()
+            busy = active_ingest_run(document)
+            if busy is not None:
+                raise AlreadyIndexingError(busy)
+        record(Action.DOCUMENT_RERUN, document, label=document.rel_path, **document.collection.audit_scope())
+        return new_ingest_run(document, enqueue=enqueue)
+
+
+def active_ingest_run(document: Document) -> IngestionRun | None:
+    """The document's queued or running ingestion that was not asked to stop, if any (for a
+    split document its first run, while any of its parts still works)."""
+    active = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
+    runs = IngestionRun.objects.filter(
+        document=document, kind=IngestionRun.Kind.INGEST, status__in=active, cancel_requested=False
+    )
+    running = runs.select_related("part_of").order_by("created_at", "pk").first()
+    if running is None:
+        return None
+    return running.part_of or running
 
 
 def do_cancel_run(run: IngestionRun) -> bool:

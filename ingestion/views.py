@@ -40,6 +40,10 @@ def collection_upload(request: AuthedRequest, collection_id: int) -> HttpRespons
 @require_POST
 def document_rerun(request: AuthedRequest, document_id: int) -> HttpResponse:
     document = access_document(request.user, document_id, write=True)
-    actions.do_rerun_document(document)
-    messages.success(request, _("“%(name)s” is being indexed again.") % {"name": document.name})
+    try:
+        actions.do_rerun_document(document, if_idle=True)
+    except actions.AlreadyIndexingError:
+        messages.info(request, _("“%(name)s” is already being indexed.") % {"name": document.name})
+    else:
+        messages.success(request, _("“%(name)s” is being indexed again.") % {"name": document.name})
     return redirect("collection", document.collection_id)
