@@ -153,6 +153,7 @@ API: dict[str, tuple[dict[str, str], Access]] = {
     "document-detail": ({"pk": "document"}, Access.READ),
     "document-pages": ({"pk": "document"}, Access.READ),
     "document-original": ({"pk": "document"}, Access.READ),
+    "document-rerun-api": ({"pk": "document"}, Access.WRITE),
     "page-render": ({"pk": "page"}, Access.READ),
     "page-image": ({"pk": "page", "sha256": "image"}, Access.READ),
     # The bodies: tests/assistant/test_retrieval.py (charlie never gets alice's chunks, even

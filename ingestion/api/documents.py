@@ -1,6 +1,7 @@
 """The API's writes that start ingestion: uploading files (multipart, many at once), adding a
-video link, and a collection's index versions (reindex, roll back, activate one). Reading
-documents, pages and versions is knowledge's (knowledge/api/documents.py)."""
+video link, indexing a document again, and a collection's index versions (reindex, roll back,
+activate one). Reading documents, pages and versions is knowledge's (knowledge/api/documents.py);
+the collection's list is served here, with each document's last run."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.http.multipartparser import MultiPartParserError
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import parsers, status
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import parsers, serializers, status
 from rest_framework.exceptions import ParseError, Throttled
 from rest_framework.parsers import DataAndFiles, MultiPartParser
 from rest_framework.request import Request
@@ -22,13 +26,19 @@ from rest_framework.views import APIView
 
 from ingestion import actions
 from ingestion.api.serializers import LINK_RESULT, UPLOAD_RESULT, VideoLinkSerializer
-from knowledge.access import access_collection
+from ingestion.models import IngestionRun
+from knowledge.access import access_collection, access_document
 from knowledge.actions import BIDI_CONTROLS
 from knowledge.api.documents import COLLECTION_ID, CollectionDocumentsView
 from knowledge.api.schema import THROTTLED
-from knowledge.api.serializers import IndexVersionSerializer
+from knowledge.api.serializers import (
+    DocumentRunSerializer,
+    IndexVersionSerializer,
+    newest_ingest_runs,
+    with_pages_done,
+)
 from knowledge.api.views import request_user
-from knowledge.models import Collection, IndexVersion
+from knowledge.models import Collection, Document, IndexVersion
 from portal.limits import upload_refused
 
 
@@ -67,6 +77,11 @@ class DocumentUploadView(CollectionDocumentsView):
 
     # GET is knowledge's view; this class adds the upload and serves the route (api/urls.py).
     parser_classes = [UploadParser]
+
+    def get_queryset(self) -> QuerySet[Document]:
+        # Each document's last run in one more query, whatever the page's length.
+        last_runs = Prefetch("runs", newest_ingest_runs(IngestionRun.objects.all()), to_attr="last_runs")
+        return super().get_queryset().prefetch_related(last_runs)
 
     @extend_schema(
         parameters=[COLLECTION_ID],
@@ -136,6 +151,39 @@ class CollectionLinksView(APIView):
             "error": "",
         }
         return Response(result, status=status.HTTP_201_CREATED)
+
+
+RERUN_CONFLICT = inline_serializer("RerunConflict", {"detail": serializers.CharField(), "run": DocumentRunSerializer()})
+
+
+class DocumentRerunView(APIView):
+    """POST (editors): index the document again, as the page's Re-run button does (pages still
+    valid are kept). 202 with the new run; the document's `last_run` then follows it
+    (`Location`). A document already queued or being indexed is not queued twice: 409, with
+    that run."""
+
+    limited_tokens = True  # keeps a limited API token to its collections (knowledge/principal.py)
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: OpenApiResponse(DocumentRunSerializer, description="Queued; `Location` is the document."),
+            409: OpenApiResponse(RERUN_CONFLICT, description="Already queued or being indexed: that run."),
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        document = access_document(request.user, pk, write=True)
+        try:
+            run = actions.do_rerun_document(document, if_idle=True)
+        except actions.AlreadyIndexingError as busy:
+            detail = _("“%(name)s” is already being indexed.") % {"name": document.name}
+            return Response({"detail": detail, "run": _shown(busy.run)}, status=status.HTTP_409_CONFLICT)
+        headers = {"Location": reverse("document-detail", args=[document.pk])}
+        return Response(_shown(run), status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+def _shown(run: IngestionRun) -> dict[str, Any]:
+    return DocumentRunSerializer(with_pages_done(IngestionRun.objects.filter(pk=run.pk)).get()).data
 
 
 class VersionActionView(APIView):

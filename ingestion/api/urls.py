@@ -13,6 +13,7 @@ urlpatterns = [
         documents.CollectionLinksView.as_view(),
         name="collection-links",
     ),
+    path("documents/<int:pk>/rerun/", documents.DocumentRerunView.as_view(), name="document-rerun-api"),
     path(
         "collections/<int:collection_id>/reindex/",
         documents.VersionActionView.as_view(action_name="reindex"),

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import F, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from common.runs import Run
 from knowledge.actions import clean_name
 from knowledge.models import (
     ApiToken,
@@ -168,7 +172,43 @@ class NewApiTokenSerializer(ApiTokenSerializer):
         fields = [*ApiTokenSerializer.Meta.fields, "key"]
 
 
+def newest_ingest_runs(runs: QuerySet[Any]) -> QuerySet[Any]:
+    """Of `runs` (ingestion runs, reached through `Document.runs`: knowledge imports nothing
+    of the ingestion layer above it), each document's newest ingestion (upload or re-run; not
+    a split document's later parts), with `pages_done`: its own pages and its parts'. One
+    query for a whole list (ingestion/api/documents.py prefetches it as `last_runs`)."""
+    newest = (
+        runs.model._default_manager.filter(document=OuterRef("document"), kind="ingest", part_of=None)
+        .order_by("-created_at", "-pk")  # kind: IngestionRun.Kind.INGEST
+        .values("pk")[:1]
+    )
+    return with_pages_done(runs.filter(pk=Subquery(newest)))
+
+
+def with_pages_done(runs: QuerySet[Any]) -> QuerySet[Any]:
+    """`runs` with `pages_done`: a run's own pages and, for a split document, its parts'."""
+    parts = runs.model._default_manager.filter(part_of=OuterRef("pk")).order_by().values("part_of")
+    done = parts.annotate(done=Sum("progress")).values("done")
+    return runs.annotate(pages_done=F("progress") + Coalesce(Subquery(done), 0))
+
+
+class DocumentRunSerializer(serializers.Serializer[Any]):
+    """A document's last ingestion run: whether it is queued, running or ended, how far it
+    got, why it failed, and when it ended."""
+
+    id = serializers.IntegerField(read_only=True)
+    status = serializers.ChoiceField(choices=Run.Status.choices, read_only=True)
+    pages_done = serializers.IntegerField(read_only=True)
+    pages_total = serializers.IntegerField(source="total", allow_null=True, read_only=True)  # null: not known yet
+    error = serializers.CharField(read_only=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    started_at = serializers.DateTimeField(allow_null=True, read_only=True)
+    finished_at = serializers.DateTimeField(allow_null=True, read_only=True)
+
+
 class DocumentSerializer(serializers.ModelSerializer[Document]):
+    last_run = serializers.SerializerMethodField()
+
     class Meta:
         model = Document
         fields = [
@@ -184,8 +224,16 @@ class DocumentSerializer(serializers.ModelSerializer[Document]):
             "page_count",
             "created_at",
             "updated_at",
+            "last_run",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(DocumentRunSerializer(allow_null=True))
+    def get_last_run(self, document: Document) -> dict[str, Any] | None:
+        runs = getattr(document, "last_runs", None)  # prefetched for a list
+        if runs is None:
+            runs = list(newest_ingest_runs(document.runs.all()))
+        return DocumentRunSerializer(runs[0]).data if runs else None
 
 
 class PageImageSerializer(serializers.ModelSerializer[PageImage]):
