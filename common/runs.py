@@ -8,7 +8,7 @@ tasks may import actions and runs freely without a circle.
 
 The rule for a lost worker is one: a running run whose heartbeat is older than
 PORTAL_RUN_STALE_MINUTES is put back to queued, its error saying so, and its task is sent
-again (beat's `portal.requeue_stale_runs`). A claim takes queued runs only, so a run is
+again (beat's `portal.reconcile`, ingestion/reconcile.py). A claim takes queued runs only, so a run is
 never executed twice at once.
 """
 

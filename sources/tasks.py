@@ -23,7 +23,7 @@ def sync_source(run_id: int) -> dict[str, int] | None:
 @shared_task(name="sources.sync_due")
 def sync_due() -> int:
     """Run by beat every minute: start the sources whose time has come (runs whose worker
-    stopped are queued again by portal.requeue_stale_runs, as every kind of run is)."""
+    stopped are queued again by portal.reconcile, as every kind of run is)."""
     now = timezone.now()
     started = 0
     due = Source.objects.filter(enabled=True, credentials_cleared=False, next_sync_at__lte=now)
