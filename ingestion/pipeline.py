@@ -105,6 +105,9 @@ def ingest_document(run: IngestionRun, embedder: TextEmbedder, *, part_pages: in
             _fail(run, document, message % {"error": first_line}, traceback.format_exc(), cause="database")
         raise  # the task retries with backoff
     except Exception as exc:
+        if not IngestionRun.objects.filter(pk=run.pk).exists():  # deleted with its document or collection
+            log.info("Ingestion run %s stopped: its document was deleted meanwhile", run.pk)
+            return None
         if disk_full(exc):  # not the document's fault, and retrying at once would not help
             _fail(run, document, disk_full_message(), traceback.format_exc(), cause="disk_full")
             return None
@@ -261,6 +264,18 @@ def _last_part_done(run: IngestionRun, result: IngestResult, versions: list[Inde
     return True
 
 
+def another_run_reading(run: IngestionRun) -> bool:
+    """Whether another run (not a part of the same split document) is reading `run`'s
+    document now: then `run` waits, so that one document is written by one run at a time."""
+    if run.document_id is None:
+        return False
+    return (
+        IngestionRun.objects.filter(document_id=run.document_id, status=IngestionRun.Status.RUNNING)
+        .exclude(_split_runs(run.part_of_id or run.pk))
+        .exists()
+    )
+
+
 def _split_runs(root_id: int) -> Q:
     """The first run of a split document and its parts."""
     return Q(pk=root_id) | Q(part_of_id=root_id)
@@ -402,4 +417,5 @@ def _finish(
     run: IngestionRun, status: str, *, error: str = "", trace: str = "", counts: dict[str, int] | None = None
 ) -> None:
     end_run(run, status, error=error, traceback=trace, counts=counts or {})
-    run.refresh_from_db()
+    with contextlib.suppress(IngestionRun.DoesNotExist):  # deleted with its document meanwhile
+        run.refresh_from_db()

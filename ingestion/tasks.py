@@ -12,6 +12,8 @@ from ingestion.models import IngestionRun
 from providers import registry
 from providers.base import ProviderError
 
+RUN_WAIT_SECONDS = 3  # a run whose document another run is reading asks again after this
+
 
 @shared_task(
     name="ingestion.ingest_document",
@@ -32,6 +34,10 @@ def ingest_document(self, run_id: int) -> dict[str, int] | None:  # type: ignore
         # record that and left it running): put it back in the queue state to claim it again.
         ended = (IngestionRun.Status.FAILED, IngestionRun.Status.RUNNING)
         IngestionRun.objects.filter(pk=run.pk, status__in=ended).update(status=IngestionRun.Status.QUEUED, error="")
+    if pipeline.another_run_reading(run):
+        # One document is read by one run at a time (two would write the same pages): a
+        # reindex run made while the document's upload run was running waits for it.
+        raise self.retry(countdown=RUN_WAIT_SECONDS, max_retries=None)
     if not claim(run):
         return None  # another worker has it, or it already finished
     result = pipeline.ingest_document(run, registry.text_embedder(), part_pages=settings.INGEST_PART_PAGES)

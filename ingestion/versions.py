@@ -37,7 +37,20 @@ def start_reindex(collection: Collection, embedder: TextEmbedder, *, enqueue: bo
             delete_version(held.pk)
         version = create_version(locked, embedder, status=IndexVersion.Status.BUILDING)
         record(Action.INDEX_REINDEX, version, label=_version_label(version), **locked.audit_scope())
-        for document in Document.objects.filter(collection=locked).exclude(status=Document.Status.FAILED):
+        # A document whose run is still queued gets no second one: that run reads where
+        # content goes when it starts, this version included, and two runs of one document
+        # at once would write the same pages (indexed_page_unique) and count its chunks twice.
+        # One already running may have read it before this version existed: it gets its
+        # reindex run, which waits for it (ingestion.tasks.ingest_document).
+        live = IngestionRun.objects.filter(
+            collection=locked,
+            kind__in=(IngestionRun.Kind.INGEST, IngestionRun.Kind.REINDEX),
+            status=IngestionRun.Status.QUEUED,
+            part_of__isnull=True,
+            cancel_requested=False,
+        ).values("document_id")
+        waiting = Document.objects.filter(collection=locked).exclude(status=Document.Status.FAILED)
+        for document in waiting.exclude(pk__in=live):
             run = IngestionRun.objects.create(
                 collection=locked, document=document, index_version=version, kind=IngestionRun.Kind.REINDEX
             )

@@ -325,6 +325,10 @@ def do_change_collection_settings(collection: Collection, settings: dict[str, An
 def do_delete_collection(collection: Collection) -> None:
     """The collection and all in it; its documents' stored files go once the delete commits."""
     with transaction.atomic():
+        # Its documents locked first: a worker still indexing one cannot add a page under it
+        # while they are deleted (the delete failed at commit on the page's foreign key); the
+        # worker's write waits, then fails on a document that is gone, and its run ends.
+        list(Document.objects.filter(collection=collection).select_for_update().values_list("pk", flat=True))
         viewers = collection.viewer_ids()
         files = stored_files(Document.objects.filter(collection=collection))
         record(Action.COLLECTION_DELETE, collection, **collection.audit_scope())

@@ -262,12 +262,6 @@ def test_files_uploaded_during_a_reindex_all_end_ready_in_the_new_version(portal
         reindex_with_uploads(api, portal, f"Reindexed {number}", first_settled=True)
 
 
-@pytest.mark.xfail(
-    reason="issue 60: a reindex started while a document's first run waits gives the document a second "
-    "run (start_reindex makes one for every document not failed), and the two workers run both at once: "
-    "one fails on indexed_page_unique, or the version's BM25 statistics count its chunks twice",
-    strict=False,
-)
 def test_a_reindex_started_while_the_first_files_wait_ends_ready(portal, api):
     for number in range(1, 4):
         reindex_with_uploads(api, portal, f"Reindexed at once {number}", first_settled=False)
@@ -296,12 +290,6 @@ def test_a_document_deleted_while_its_run_is_queued_leaves_nothing_behind(portal
     assert errors_logged(portal, marks) == []
 
 
-@pytest.mark.xfail(
-    reason="issue 60: a page or chunk a worker writes while the collection is deleted makes the delete "
-    "fail at commit (500, IntegrityError on knowledge_page's foreign key); and a run whose row was "
-    "deleted under it raises IngestionRun.DoesNotExist from pipeline._finish, logged as a task error",
-    strict=False,
-)
 def test_a_collection_deleted_while_its_documents_run_leaves_nothing_behind(portal, api):
     collection = new_collection(api, portal, "Deleted collection")
     marks = portal.marks()
