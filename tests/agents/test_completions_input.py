@@ -43,7 +43,7 @@ def openai_error(response: httpx.Response, status: int) -> dict:
 
 def test_every_message_is_checked_before_anything_is_asked_streamed_or_not(web, alice):
     key = key_of(alice)
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "Answer briefly."},
         {"role": "user", "content": "Falcon 路由器的保修期是多久？"},
         {"role": "assistant", "content": [{"type": "text", "text": "两年。"}]},

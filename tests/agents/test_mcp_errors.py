@@ -8,12 +8,14 @@ minute."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx2
 import pytest
 from django.conf import settings
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
+from mcp.types import TextContent
 
 from knowledge import actions
 from portal import limits
@@ -42,15 +44,16 @@ def test_an_unknown_tool_is_a_protocol_error(web, alice):
 def test_arguments_of_the_wrong_type_are_a_tool_error_naming_types_not_values(web, alice):
     async def steps(session: ClientSession) -> list[str]:
         texts = []
-        for name, arguments in [
+        cases: list[tuple[str, dict[str, Any]]] = [
             ("search", {"query": 42, "k": "many-secret"}),
             ("search", {"query": "x", "collections": ["secret-id"]}),
             ("get_page", {"document": "secret-doc"}),
             ("ask", {"question": ["secret", "question"]}),
-        ]:
+        ]
+        for name, arguments in cases:
             result = await session.call_tool(name, arguments)
             assert result.is_error, (name, result)
-            texts.append(result.content[0].text)
+            texts.append(_text(result))
         return texts
 
     texts = over_mcp(web, key_of(alice), steps)
@@ -95,11 +98,15 @@ def test_search_and_get_page_are_refused_after_the_users_reads_a_minute(web, ali
                 assert not result.is_error, result.content
             else:
                 result = await session.call_tool("get_page", {"document": 999_999, "page": 1})
-                assert "Not found" in result.content[0].text  # counted all the same
-        for name, arguments in [("search", {"query": "annual leave"}), ("get_page", {"document": 1, "page": 1})]:
+                assert "Not found" in _text(result)  # counted all the same
+        limited: list[tuple[str, dict[str, Any]]] = [
+            ("search", {"query": "annual leave"}),
+            ("get_page", {"document": 1, "page": 1}),
+        ]
+        for name, arguments in limited:
             refused = await session.call_tool(name, arguments)
             assert refused.is_error
-            texts.append(refused.content[0].text)
+            texts.append(_text(refused))
         assert not (await session.call_tool("list_collections", {})).is_error  # not counted
         return texts
 
@@ -113,3 +120,9 @@ def test_search_and_get_page_are_refused_after_the_users_reads_a_minute(web, ali
         return (await session.call_tool("search", {"query": "annual leave", "k": 1})).is_error
 
     assert over_mcp(web, key_of(bob), as_bob) is False  # a count of each user's own
+
+
+def _text(result: Any) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent), first
+    return first.text
