@@ -15,7 +15,7 @@ never executed twice at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -84,13 +84,14 @@ class Run(models.Model):
 R = TypeVar("R", bound=Run)
 
 
-def end_run(run: R, status: str, *, error: str = "", **fields: Any) -> R:
+def end_run(run: Run, status: str, *, error: str = "", only_from: Sequence[str] = (), **fields: Any) -> bool:
     """The one way every kind of run ends: its status (succeeded, failed, cancelled), error,
     finish time and its kind's own `fields` (counts, summaries…) in one UPDATE, set on `run`
-    too. A success is recorded only when what the run was for agrees (`Run.unfinished`);
-    otherwise the run ends failed with the reason, counted on /metrics (portal_errors{kind=
-    "run", name="unfinished"}), and its subject is failed with it: a run can never succeed
-    while its document is left pending."""
+    too. `only_from`: only while its status is still one of these (a run another worker or
+    check may end meanwhile); False when it was not ended for that. A success is recorded only
+    when what the run was for agrees (`Run.unfinished`); otherwise the run ends failed with the
+    reason, counted on /metrics (portal_errors{kind="run", name="unfinished"}), and its
+    subject is failed with it: a run can never succeed while its document is left pending."""
     if status == Run.Status.SUCCEEDED:
         reason = run.unfinished()
         if reason:
@@ -99,10 +100,14 @@ def end_run(run: R, status: str, *, error: str = "", **fields: Any) -> R:
             status, error = Run.Status.FAILED, reason
             run.failed_unfinished(reason)
     values = {"status": status, "error": error, "finished_at": timezone.now(), **fields}
-    type(run).objects.filter(pk=run.pk).update(**values)  # type: ignore[attr-defined]
+    rows = type(run).objects.filter(pk=run.pk)  # type: ignore[attr-defined]
+    if only_from:
+        rows = rows.filter(status__in=only_from)
+    if not rows.update(**values):
+        return False
     for name, value in values.items():
         setattr(run, name, value)
-    return run
+    return True
 
 
 def send_on_commit(task_name: str, *args: Any, queue: str | None = None) -> None:

@@ -5,6 +5,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from common.runs import Run
+from ingestion.failing import fail_document
 from knowledge.models import Document
 
 
@@ -79,12 +80,9 @@ class IngestionRun(Run):
         }
 
     def failed_unfinished(self, reason: str) -> None:
-        if self.document_id is None:
-            return
-        waiting = (Document.Status.PENDING, Document.Status.PROCESSING)
-        Document.objects.filter(pk=self.document_id, status__in=waiting).update(
-            status=Document.Status.FAILED, error=reason
-        )
+        if self.document is not None:
+            waiting = (Document.Status.PENDING, Document.Status.PROCESSING)
+            fail_document(self.document, reason, self.pk, only_from=waiting)
 
 
 class Finding(models.Model):

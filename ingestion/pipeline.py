@@ -34,6 +34,7 @@ from common.cancelled import Cancelled
 from common.runs import end_run
 from common.storage import local_copy
 from ingestion import stats
+from ingestion.failing import fail_document
 from ingestion.index import (
     EMBED_BATCH_CHARS,
     EMBED_BATCH_SECONDS,
@@ -399,18 +400,8 @@ def _fail(run: IngestionRun, document: Document, message: str, trace: str = "", 
     """The run failed: `cause` (parse, model, database, disk_full, internal) is counted for
     /metrics, the message shown."""
     metrics.ERRORS.labels("ingestion", cause).inc()
-    stats.withdraw_unfinished(document.pk)
-    Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=message)
+    fail_document(document, message, run.pk)
     _finish(run, IngestionRun.Status.FAILED, error=message, trace=trace)
-    send_collection_event_on_commit(
-        run.collection_id,
-        {
-            "type": "document.failed",
-            "document": document.pk,
-            "run": run.pk,
-            "error": message,
-        },
-    )
 
 
 def _finish(

@@ -41,12 +41,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from common import metrics
-from common.runs import requeue_stale, stale_after
-from ingestion import actions, stats
+from common.runs import end_run, requeue_stale, stale_after
+from ingestion import actions
+from ingestion.failing import fail_document
 from ingestion.models import Finding, IngestionRun
 from ingestion.runs import enqueue_run
 from ingestion.versions import complete_build_if_done
-from knowledge.events import send_collection_event_on_commit
 from knowledge.models import Document, IndexedDocument, IndexVersion
 
 LIVE = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
@@ -246,9 +246,7 @@ def _mend_part(problem: Problem) -> Finding | None:
     if not actions.do_cancel_run(run):
         return None
     # One still queued is ended now: its message may be long gone, and a later claim finds it ended.
-    IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
-        status=IngestionRun.Status.CANCELLED, error=message, finished_at=timezone.now()
-    )
+    end_run(run, IngestionRun.Status.CANCELLED, error=message, only_from=(IngestionRun.Status.QUEUED,))
     return _record(problem, Finding.Outcome.STOPPED, 0, message)
 
 
@@ -262,7 +260,7 @@ def _mend_document(problem: Problem) -> Finding | None:
         last = _last_run(document)
         if last is not None and last.status == IngestionRun.Status.CANCELLED:
             message = last.error or _("Cancelled before the end; run it again to finish.")
-            _fail_document(document, message, last.pk)
+            fail_document(document, message, last.pk)
             return _record(problem, Finding.Outcome.FAILED, 0, message)
         tries = _tries(problem, since=document.updated_at)
         if tries >= settings.RECONCILE_TRIES:
@@ -270,7 +268,7 @@ def _mend_document(problem: Problem) -> Finding | None:
                 "It was queued again %(tries)d times and no run finished it (the last time, %(reason)s). "
                 "Run it again; if it stays stuck, delete it, upload it again and tell whoever runs the portal."
             ) % {"tries": tries, "reason": problem.reason}
-            _fail_document(document, message, last.pk if last else None)
+            fail_document(document, message, last.pk if last else None)
             return _record(problem, Finding.Outcome.FAILED, tries, message)
         run = actions.do_rerun_document(document)
         return _record(problem, Finding.Outcome.SENT_BACK, tries, run=run)
@@ -365,19 +363,8 @@ def _fail_run(run: IngestionRun, message: str) -> bool:
     """End a queued or running run as failed; an ingest run's document fails with it. False
     when the run ended meanwhile."""
     with transaction.atomic():
-        if not IngestionRun.objects.filter(pk=run.pk, status__in=LIVE).update(
-            status=IngestionRun.Status.FAILED, error=message, finished_at=timezone.now()
-        ):
+        if not end_run(run, IngestionRun.Status.FAILED, error=message, only_from=LIVE):
             return False
         if run.kind == IngestionRun.Kind.INGEST and run.document is not None:
-            _fail_document(run.document, message, run.pk)
+            fail_document(run.document, message, run.pk)
     return True
-
-
-def _fail_document(document: Document, message: str, run_id: int | None) -> None:
-    """The document failed with `message`; pages it had written but not finished leave search."""
-    stats.withdraw_unfinished(document.pk)
-    Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED, error=message)
-    send_collection_event_on_commit(
-        document.collection_id, {"type": "document.failed", "document": document.pk, "run": run_id, "error": message}
-    )

@@ -43,13 +43,19 @@ def test_a_run_succeeds_with_its_document_ready_or_gone(alice):
     document, run = add(collection, "a.md", b"# A\n\nSome text.\n")
     assert claim(run)
     Document.objects.filter(pk=document.pk).update(status=Document.Status.READY)
-    assert end_run(run, IngestionRun.Status.SUCCEEDED).status == IngestionRun.Status.SUCCEEDED
+    assert end_run(run, IngestionRun.Status.SUCCEEDED)
+    assert run.status == IngestionRun.Status.SUCCEEDED
     assert IngestionRun.objects.get(pk=run.pk).status == IngestionRun.Status.SUCCEEDED
     # a failure is recorded as it is, whatever the document says
     _other, failing = add(collection, "b.md", b"# B\n\nMore text.\n")
     assert claim(failing)
     end_run(failing, IngestionRun.Status.FAILED, error="The parser gave up.")
     assert IngestionRun.objects.get(pk=failing.pk).error == "The parser gave up."
+    # a run that ended meanwhile is not ended again by a check that found it live
+    live = (IngestionRun.Status.QUEUED, IngestionRun.Status.RUNNING)
+    assert not end_run(failing, IngestionRun.Status.CANCELLED, error="Stopped.", only_from=live)
+    assert IngestionRun.objects.get(pk=failing.pk).status == IngestionRun.Status.FAILED
+    assert failing.status == IngestionRun.Status.FAILED
 
 
 def test_a_document_already_whole_everywhere_is_ready_after_its_run(alice):
