@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from django.conf import settings
+from psycopg.conninfo import make_conninfo
 
 from portal.services import die_with_parent, stop_process_group
 from portal.supervisor import EVALUATION_QUEUE, MEMORY_QUEUE, WORK_QUEUES, web_command, worker_command
@@ -49,6 +50,21 @@ def database_url(name: str) -> str:
         netloc = f"{auth}[{host}]{port}" if ":" in host else f"{auth}{host}{port}"
     query = f"?{urlencode(options, quote_via=quote)}" if options else ""
     return f"postgresql://{netloc}/{database}{query}"
+
+
+def server_conninfo(dbname: str) -> str:
+    """libpq keywords for a database on the test server. Never a URL formatted from the
+    settings: with the embedded server HOST is a socket folder, which a URL's host part cannot
+    hold (libpq took `/…/pg:/postgres` for a database name, on the default socket)."""
+    database: dict[str, Any] = settings.DATABASES["default"]
+    return make_conninfo(
+        host=database["HOST"] or None,
+        port=database["PORT"] or None,
+        user=database["USER"] or None,
+        password=database["PASSWORD"] or None,
+        dbname=dbname,
+        **database["OPTIONS"],
+    )
 
 
 def child_env(**extra: str) -> dict[str, str]:

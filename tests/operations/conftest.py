@@ -12,11 +12,9 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
-from django.db import connection
-from psycopg.conninfo import make_conninfo
 
 from tests.sources.servers import s3_server_fixture  # noqa: F401
-from tests.stack import database_url
+from tests.stack import database_url, server_conninfo
 
 
 @pytest.fixture
@@ -39,21 +37,6 @@ def embedded_postgres() -> Iterator[str]:
     finally:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def server_conninfo(dbname: str) -> str:
-    """libpq keywords for a database on the test server. Never a URL formatted from the
-    settings: with the embedded server HOST is a socket folder, which a URL's host part cannot
-    hold (libpq took `/…/pg:/postgres` for a database name, on the default socket)."""
-    database = connection.settings_dict
-    return make_conninfo(
-        host=database["HOST"] or None,
-        port=database["PORT"] or None,
-        user=database["USER"] or None,
-        password=database["PASSWORD"] or None,
-        dbname=dbname,
-        **database["OPTIONS"],
-    )
 
 
 @pytest.fixture

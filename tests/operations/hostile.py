@@ -12,9 +12,9 @@ from pathlib import Path
 
 import psycopg
 from django.db import connection
-from psycopg.conninfo import make_conninfo
 
 from operations import archive, postgres
+from tests.stack import server_conninfo
 
 # Where the dumps' programs would write: /tmp, which the database server's account (postgres,
 # or the embedded server's pgserver) may write to.
@@ -60,14 +60,7 @@ def dump_of(database_url: str, statements: str, out: Path) -> Path:
 
 def this_database() -> str:
     """libpq's keywords for the test database (its HOST may be a socket folder)."""
-    database = connection.settings_dict
-    return make_conninfo(
-        host=database["HOST"] or None,
-        port=database["PORT"] or None,
-        user=database["USER"] or None,
-        password=database["PASSWORD"] or None,
-        dbname=database["NAME"],
-    )
+    return server_conninfo(str(connection.settings_dict["NAME"]))
 
 
 def _string(data: bytes) -> bytes:
