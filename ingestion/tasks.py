@@ -53,9 +53,6 @@ def resend_lost_runs() -> int:
     return len([finding for problem in reconcile.lost_runs() if (finding := reconcile.mend(problem))])
 
 
-_waiting = reconcile.queue_waiting
-
-
 @shared_task(name="ingestion.reindex_outdated")
 def reindex_outdated() -> int:
     """Run by beat every few minutes: a changed embedder or chunk settings get a new version."""

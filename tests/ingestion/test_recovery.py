@@ -93,7 +93,7 @@ def test_a_queued_run_whose_message_was_lost_is_sent_again_and_completes(private
     """Redis restarted without its data (the embedded one keeps none): the queued upload's
     task message is gone. Beat's check finds the broker's ingest queue empty and sends it
     again; a run queued a moment ago is left alone."""
-    from ingestion.tasks import _waiting
+    from ingestion.reconcile import queue_waiting
     from ingestion.tasks import resend_lost_runs as beat_check
 
     lost, lost_run = actions.do_add_document(
@@ -109,7 +109,7 @@ def test_a_queued_run_whose_message_was_lost_is_sent_again_and_completes(private
     with celery_worker(log) as worker:
         wait_for(lambda: b"ready." in log.read_bytes() or worker.poll() is not None, 60, "worker start", log)
         # Messages earlier tests left in this Redis database are drained first.
-        wait_for(lambda: _waiting("ingest") == 0, 60, "ingest queue drained", log)
+        wait_for(lambda: queue_waiting("ingest") == 0, 60, "ingest queue drained", log)
         assert beat_check() == 1
         wait_for(lambda: Document.objects.get(pk=lost.pk).status == Document.Status.READY, 120, "lost run done", log)
         assert beat_check() == 0  # sent once per stale period, not every minute
