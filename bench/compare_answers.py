@@ -1,6 +1,7 @@
 """Two runs of `manage.py evaluate --answers` side by side, as Markdown tables: every answer
-metric per language and question type, before → after, and what the portal's checks did in
-the after run.
+metric per language and question type, and per half (calibration, held-out; eval/README.md)
+and per half and language or type, before → after, and what the portal's checks did in the
+after run. A slice that the before run lacks (a run from before the halves) shows "—" there.
 
     .venv/bin/python bench/compare_answers.py before.json after.json
 
@@ -15,12 +16,26 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-SLICES = ("all", "zh", "en", "fact", "table", "picture", "multihop", "followup", "unanswerable")
+LANGS = ("zh", "en")
+TYPES = ("fact", "table", "picture", "multihop", "followup", "unanswerable")
+HALVES = ("calibration", "held-out")
+SLICES = (
+    "all",
+    *LANGS,
+    *TYPES,
+    *HALVES,
+    *(f"{half}/{name}" for half in HALVES for name in (*LANGS, *TYPES)),
+)
 COLUMNS = (
     ("cite@1", "cite@1"),
     ("cite@5", "cite@5"),
     ("gold_recall", "gold recall"),
     ("key_coverage", "key coverage"),
+    ("keys_all", "every key"),
+    ("keys_200", "every key in 200 chars"),
+    ("median_chars", "median chars"),
+    ("midword_quotes", "quotes starting mid-word"),
+    ("midword_quote_ends", "quotes ending mid-word"),
     ("abstain_correct", "correct abstention"),
     ("abstain_false", "false abstention"),
     ("attachment", "attachments"),
@@ -40,17 +55,18 @@ def summary_of(answers: dict[str, Any], name: str) -> dict[str, Any] | None:
     summary = answers["summary"]
     if name == "all":
         return summary["overall"]
-    found: dict[str, Any] | None = summary["by_lang"].get(name) or summary["by_type"].get(name)
-    return found
+    for key in ("by_lang", "by_type", "by_half", "by_half_lang", "by_half_type"):
+        found: dict[str, Any] | None = summary.get(key, {}).get(name)
+        if found:
+            return found
+    return None
 
 
 def cell(before: Any, after: Any) -> str:
     if before is None and after is None:
         return "—"
-    if before is None or after is None:
-        return f"{before if before is not None else '—'} → {after if after is not None else '—'}"
-    digits = 1 if max(abs(before), abs(after)) >= 10 else 2
-    return f"{before:.{digits}f} → {after:.{digits}f}"
+    digits = 1 if max(abs(value) for value in (before, after) if value is not None) >= 10 else 2
+    return " → ".join("—" if value is None else f"{value:.{digits}f}" for value in (before, after))
 
 
 def checks(answers: dict[str, Any]) -> Counter[str]:
@@ -101,8 +117,8 @@ def main() -> None:
     print(header)
     print("|" + "---|" * (len(COLUMNS) + 2))
     for name in SLICES:
-        old, new = summary_of(before, name), summary_of(after, name)
-        if not old or not new:
+        old, new = summary_of(before, name) or {}, summary_of(after, name)
+        if not new:
             continue
         cells = [cell(old.get(key), new.get(key)) for key, _label in COLUMNS]
         print(f"| {name} | {new['n']} | " + " | ".join(cells) + " |")

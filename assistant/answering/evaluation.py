@@ -9,7 +9,13 @@ abstained, its citations and attachments in order. The metrics:
   of use, so [1] of the answer comes first);
 - gold recall: the share of the distinct gold pages cited (multi-hop questions need all);
 - key coverage: the share of the answer keys the text holds (normalised: see `normalise`),
-  and "keys all" when it holds every one;
+  and "keys all" when it holds every one; "keys 200" when its first LEAD_CHARS characters
+  hold every one (what a person reads first);
+- answer length: the characters of an answer that was not declined, as the median of the
+  slice ("median_chars");
+- mid-word quotes: the share of the answer's quoted spans that start in the middle of a word
+  of their source ("midword_quotes"), or end in one ("midword_quote_ends"): see `quote_cuts`;
+  pooled over the quotes of the slice, not averaged per answer;
 - abstention: an answerable question that the portal refused is a false abstention; an
   unanswerable one that it refused is a correct one;
 - attachment: a picture question whose attachments include a gold page;
@@ -25,7 +31,9 @@ unanswerable one declined.
 
 from __future__ import annotations
 
+import re
 import statistics
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,11 +47,19 @@ ANSWER_METRICS = (
     "gold_recall",
     "key_coverage",
     "keys_all",
+    "keys_200",
     "abstain_correct",
     "abstain_false",
     "attachment",
     "evidence_keys",
+    "midword_quotes",
+    "midword_quote_ends",
 )
+QUOTE_SHARES = ("midword_quotes", "midword_quote_ends")  # pooled by each row's "quoted"
+LEAD_CHARS = 200  # the start of an answer that "keys_200" reads
+# Spans in quotation marks: typographic, straight (within a line) and CJK corner brackets.
+QUOTED = re.compile(r"“([^”]*)”|\"([^\"\n]*)\"|「([^」]*)」")
+GAP = "…"  # where a quote leaves text out (passages.focus); "..." is read the same at an edge
 
 
 def holds(text: str, key: Key) -> bool:
@@ -59,16 +75,110 @@ def key_coverage(answer: str, keys: Sequence[Key]) -> float:
     return sum(holds(text, key) for key in keys) / len(keys)
 
 
+def wordlike(char: str) -> bool:
+    """A letter or digit of a script that separates its words (Latin, Greek, Cyrillic...):
+    CJK ideographs, kana and Hangul are written without spaces, so no character shows where
+    a word of theirs starts, and they never count as cut."""
+    return char.isalnum() and unicodedata.east_asian_width(char) not in ("W", "F")
+
+
+def _looks_cut(char: str) -> bool:
+    """The shape of a quote's first character where its source does not show the character
+    before: a lowercase Latin letter or a digit starts no sentence, heading or row."""
+    return char.isascii() and (char.islower() or char.isdigit())
+
+
+def _places(text: str, part: str) -> list[int]:
+    found, at = [], text.find(part)
+    while at >= 0:
+        found.append(at)
+        at = text.find(part, at + 1)
+    return found
+
+
+def quote_cuts(quote: str, sources: Sequence[str], evidence: bool) -> tuple[bool, bool] | None:
+    """Whether a quoted span (whitespace collapsed) starts and ends in the middle of a word of
+    its source: (starts, ends), or None where the span quotes none of `sources` (the texts of
+    the passages the answer cites, whitespace collapsed) and is no evidence quote (a name
+    in quotation marks, a model's paraphrase).
+
+    A span that begins (ends) with "…" or "..." was cut there. Otherwise the span's part before
+    its first gap (after its last) is looked up in the sources: it starts mid-word when its
+    first character is `wordlike` and so is the character before it, at every place it
+    occurs; where it occurs at the very start of its source, the character before is not at
+    hand (chunks start inside the previous chunk's overlap, often in a word), and a first
+    character that `_looks_cut` counts. It ends mid-word when its last character and the one
+    after it are `wordlike` at every place; a source's end shows no cut (chunks end at a
+    sentence, a line or a space). An evidence quote found in no source is judged by
+    `_looks_cut` of its first character alone."""
+    if quote.startswith((GAP, "...")):
+        starts = True
+    else:
+        head = quote.split(GAP)[0].strip()
+        places = [(text, at) for text in sources for at in _places(text, head)] if head else []
+        if not places and not evidence:
+            return None
+        starts = bool(head) and wordlike(head[0])
+        if starts and places:
+            starts = all(wordlike(text[at - 1]) if at else _looks_cut(head[0]) for text, at in places)
+        elif starts:
+            starts = _looks_cut(head[0])
+    if quote.endswith((GAP, "...")):
+        return starts, True
+    tail = quote.split(GAP)[-1].strip()
+    ends = [(text, at + len(tail)) for text in sources for at in _places(text, tail)] if tail else []
+    return starts, bool(ends) and wordlike(tail[-1]) and all(
+        end < len(text) and wordlike(text[end]) for text, end in ends
+    )
+
+
+def quoted_spans(answer: dict[str, Any]) -> list[tuple[bool, bool]]:
+    """(starts mid-word, ends mid-word) of each distinct quoted span of an answer (`quote_cuts`):
+    its evidence quotes, each against its own passage, then the spans of its text in
+    quotation marks (QUOTED) that are none of them, against every passage it cites."""
+    evidence = answer.get("evidence") or []
+    cited = [item.get("citation") or {} for item in evidence] + list(answer.get("citations") or [])
+    passages = [" ".join(str(citation.get("text") or "").split()) for citation in cited]
+    seen: set[str] = set()
+    cuts: list[tuple[bool, bool]] = []
+    for item in evidence:
+        quote = " ".join(str(item.get("quote") or "").split())
+        if quote and quote not in seen:
+            seen.add(quote)
+            own = " ".join(str((item.get("citation") or {}).get("text") or "").split())
+            cut = quote_cuts(quote, [own] if own else [], evidence=True)
+            if cut is not None:
+                cuts.append(cut)
+    for match in QUOTED.finditer(answer.get("answer") or ""):
+        quote = " ".join(next(group for group in match.groups() if group is not None).split())
+        if quote and quote not in seen:
+            seen.add(quote)
+            cut = quote_cuts(quote, [text for text in passages if text], evidence=False)
+            if cut is not None:
+                cuts.append(cut)
+    return cuts
+
+
 def answer_scores(question: Question, answer: dict[str, Any]) -> dict[str, float | None]:
     """Every metric of one answer; None where a metric does not apply to the question (for
-    the unanswerable, everything but correct abstention; attachments only for pictures)."""
+    the unanswerable, everything but correct abstention and how the answer reads; attachments
+    only for pictures). Beside the metrics: "answer_chars", the length of an answer that was
+    not declined, and "quoted", the number of quoted spans that the mid-word shares are of."""
     abstained = bool(answer.get("abstain"))
+    text = answer.get("answer") or ""
+    cuts = quoted_spans(answer)
+    reads: dict[str, float | None] = {
+        "midword_quotes": sum(starts for starts, _ends in cuts) / len(cuts) if cuts else None,
+        "midword_quote_ends": sum(ends for _starts, ends in cuts) / len(cuts) if cuts else None,
+        "quoted": float(len(cuts)),
+        "answer_chars": None if abstained else float(len(text)),
+    }
     if not question.answerable:
-        return {metric: None for metric in ANSWER_METRICS} | {"abstain_correct": float(abstained)}
+        return {metric: None for metric in ANSWER_METRICS} | {"abstain_correct": float(abstained)} | reads
     cited: list[PageKey] = [(c["file"], int(c["page"])) for c in answer.get("citations", [])]
     rank = first_rank(cited, question.gold)
     found = {key for key in cited if key in question.gold}
-    coverage = key_coverage(answer.get("answer", ""), question.keys)
+    coverage = key_coverage(text, question.keys)
     attached = {(a["file"], int(a["page"])) for a in answer.get("attachments", [])}
     shown = " ".join(item["quote"] for item in answer.get("evidence", []))
     return {
@@ -78,24 +188,34 @@ def answer_scores(question: Question, answer: dict[str, Any]) -> dict[str, float
         "gold_recall": len(found) / len(question.gold),
         "key_coverage": coverage if question.keys else None,
         "keys_all": float(coverage == 1.0) if question.keys else None,
+        "keys_200": float(key_coverage(text[:LEAD_CHARS], question.keys) == 1.0) if question.keys else None,
         "abstain_correct": None,
         "abstain_false": float(abstained),
         "attachment": float(bool(attached & question.gold)) if question.type == "picture" else None,
         "evidence_keys": float(key_coverage(shown, question.keys) == 1.0) if question.keys else None,
-    }
+    } | reads
 
 
 def mean_answer_scores(
     rows: Sequence[dict[str, float | None]], seconds: Sequence[float], evidence: Sequence[float | None] = ()
 ) -> dict[str, Any]:
-    """The mean of each metric over the rows where it applies (None: no row applies), the
-    number of rows as "n", the median and 95th percentile of the answers' seconds, and of
-    the seconds to the first evidence (`evidence`: None where an answer showed none)."""
+    """The mean of each metric over the rows where it applies (None: no row applies; the
+    mid-word shares weighted by each row's number of quotes), the number of rows as "n", the
+    median answer length ("median_chars"), the median and 95th percentile of the answers'
+    seconds, and of the seconds to the first evidence (`evidence`: None where an answer
+    showed none)."""
     means: dict[str, Any] = {}
     for metric in ANSWER_METRICS:
-        values = [row[metric] for row in rows if row.get(metric) is not None]
-        means[metric] = sum(values) / len(values) if values else None  # type: ignore[arg-type]
+        pairs = [
+            (value, (row.get("quoted") or 0.0) if metric in QUOTE_SHARES else 1.0)
+            for row in rows
+            if (value := row.get(metric)) is not None
+        ]
+        total = sum(weight for _value, weight in pairs)
+        means[metric] = sum(value * weight for value, weight in pairs) / total if total else None
+    lengths = [value for row in rows if (value := row.get("answer_chars")) is not None]
     means["n"] = len(rows)
+    means["median_chars"] = statistics.median(lengths) if lengths else None
     means["p50_s"] = round(statistics.median(seconds), 2) if seconds else None
     means["p95_s"] = round(percentile(seconds, 95), 2) if seconds else None
     shown = [value for value in evidence if value is not None]

@@ -7,14 +7,19 @@ page. nDCG uses binary relevance and counts each gold page once: a later chunk o
 already found adds nothing, so a retriever cannot score above 1 by returning the same right
 page five times, and the ideal list is one hit per distinct gold page.
 
+The public evaluation is split once, by file, into a calibration half and a held-out half
+(eval/README.md): each file's half is its manifest's "half", and a question takes the half
+of its first gold file (`question_half`). Every summary is reported per half too.
+
 Used by `manage.py evaluate`; pure functions, so that the numbers are unit-tested by hand.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +30,9 @@ LANGS = ("zh", "en")
 TYPES = ("fact", "table", "picture", "multihop", "followup", "unanswerable", "text", "image", "scan", "number")
 UNANSWERABLE = "unanswerable"
 METRICS = ("hit@1", "hit@3", "hit@5", "mrr", "ndcg@10")
+# Thresholds and weights are set on the calibration half only; a change that helps it and
+# not the held-out half is not adopted (eval/README.md).
+HALVES = ("calibration", "held-out")
 
 Key = tuple[str, ...]  # one required value: any of these spellings
 T = TypeVar("T")
@@ -41,6 +49,7 @@ class Question:
     keys: tuple[Key, ...] = ()  # what a right answer must say, each in one of its spellings
     history: tuple[tuple[str, str], ...] = ()  # (role, content) of the turns before it
     ci: bool = False  # in the short run CI makes
+    half: str = ""  # "calibration" or "held-out" (HALVES); "" where the files are not split
 
     @property
     def answerable(self) -> bool:
@@ -100,14 +109,79 @@ def scores(ranked: Sequence[PageKey], gold: Iterable[PageKey], k: int) -> dict[s
 
 def by_slice(questions: Sequence[Question], mean: Callable[[list[int]], T]) -> dict[str, Any]:
     """`mean` over all the questions, per language and per question type (those that occur);
-    `mean` is given the indices of the questions in the slice."""
-    langs = [lang for lang in LANGS if any(q.lang == lang for q in questions)]
-    kinds = [kind for kind in TYPES if any(q.type == kind for q in questions)]
-    return {
+    `mean` is given the indices of the questions in the slice. Where the questions have
+    halves, also per half ("by_half"), per half and language ("by_half_lang": "held-out/zh")
+    and per half and type ("by_half_type": "calibration/fact")."""
+
+    def picked(**wanted: str) -> list[int]:
+        return [i for i, q in enumerate(questions) if all(getattr(q, name) == value for name, value in wanted.items())]
+
+    langs = [lang for lang in LANGS if picked(lang=lang)]
+    kinds = [kind for kind in TYPES if picked(type=kind)]
+    sliced: dict[str, Any] = {
         "overall": mean(list(range(len(questions)))),
-        "by_lang": {lang: mean([i for i, q in enumerate(questions) if q.lang == lang]) for lang in langs},
-        "by_type": {kind: mean([i for i, q in enumerate(questions) if q.type == kind]) for kind in kinds},
+        "by_lang": {lang: mean(picked(lang=lang)) for lang in langs},
+        "by_type": {kind: mean(picked(type=kind)) for kind in kinds},
     }
+    halves = [half for half in HALVES if picked(half=half)]
+    if halves:
+        sliced["by_half"] = {half: mean(picked(half=half)) for half in halves}
+        sliced["by_half_lang"] = {
+            f"{half}/{lang}": mean(picked(half=half, lang=lang))
+            for half in halves
+            for lang in langs
+            if picked(half=half, lang=lang)
+        }
+        sliced["by_half_type"] = {
+            f"{half}/{kind}": mean(picked(half=half, type=kind))
+            for half in halves
+            for kind in kinds
+            if picked(half=half, type=kind)
+        }
+    return sliced
+
+
+def split_halves(names: Iterable[str]) -> dict[str, str]:
+    """The half of each file of one language: the names sorted by the sha256 of the name
+    (UTF-8), then calibration, held-out, calibration, ... in turn. How eval/'s manifests
+    were split, once; the manifests' "half" is what counts from then on."""
+    ordered = sorted(set(names), key=lambda name: hashlib.sha256(name.encode("utf-8")).hexdigest())
+    return {name: HALVES[index % 2] for index, name in enumerate(ordered)}
+
+
+def question_half(question_id: str, first_file: str | None, halves: Mapping[str, str]) -> str:
+    """A question's half: that of its first gold file (`halves`: by file name), or for a
+    question without gold (unanswerable) calibration when the sha256 of its id is even,
+    held-out when odd; "" where its file has no half."""
+    if first_file is None:
+        return HALVES[int(hashlib.sha256(question_id.encode("utf-8")).hexdigest(), 16) % 2]
+    return halves.get(first_file, "")
+
+
+def manifest_entries(folder: Path) -> list[dict[str, Any]]:
+    """The file entries of the manifests in `folder` (manifest*.jsonl), in order."""
+    entries: list[dict[str, Any]] = []
+    for manifest in sorted(folder.glob("manifest*.jsonl")):
+        lines = manifest.read_text(encoding="utf-8").splitlines()
+        entries.extend(json.loads(line) for line in lines if line.strip())
+    return entries
+
+
+def file_halves(folder: Path) -> dict[str, str]:
+    """The half of each file that the manifests in `folder` assign one ({} where none do);
+    QuestionFileError for a half that is not one of HALVES."""
+    try:
+        entries = manifest_entries(folder)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise QuestionFileError(f"The manifests in {folder} cannot be read ({exc}).") from exc
+    halves: dict[str, str] = {}
+    for entry in entries:
+        if "half" not in entry:
+            continue
+        if entry["half"] not in HALVES:
+            raise QuestionFileError(f"{folder}: {entry.get('file')!r} has the half {entry['half']!r}.")
+        halves[entry["file"]] = entry["half"]
+    return halves
 
 
 def mean_scores(rows: Sequence[dict[str, float]]) -> dict[str, float]:
@@ -118,17 +192,19 @@ def mean_scores(rows: Sequence[dict[str, float]]) -> dict[str, float]:
 
 def load_questions(path: Path) -> list[Question]:
     """The questions of a JSON Lines file; QuestionFileError names the line of any bad entry.
-    Blank lines are skipped; ids must be unique."""
+    Blank lines are skipped; ids must be unique. Each question's half comes from the
+    manifests beside the file (`file_halves`, `question_half`), where they split the files."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise QuestionFileError(f"{path}: cannot be read ({exc}).") from exc
+    halves = file_halves(path.parent)
     questions: list[Question] = []
     ids: set[str] = set()
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        question = parse_question(raw, f"{path}, line {number}")
+        question = parse_question(raw, f"{path}, line {number}", halves)
         if question.id in ids:
             raise QuestionFileError(f"{path}, line {number}: the id {question.id!r} is used twice.")
         ids.add(question.id)
@@ -138,7 +214,8 @@ def load_questions(path: Path) -> list[Question]:
     return questions
 
 
-def parse_question(raw: str, where: str) -> Question:
+def parse_question(raw: str, where: str, halves: Mapping[str, str] | None = None) -> Question:
+    """One line of a question file; with `halves` (by file name), the question's half."""
     try:
         entry = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -170,6 +247,7 @@ def parse_question(raw: str, where: str) -> Question:
         keys=keys,
         history=_history(entry.get("history", []), where),
         ci=entry.get("ci") is True,
+        half=question_half(entry["id"], entry["gold"][0]["file"] if gold else None, halves) if halves else "",
     )
 
 

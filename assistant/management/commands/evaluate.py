@@ -12,8 +12,12 @@ the metrics). The figures go to stdout, <out>.json and a bar chart <out>.png.
 --answers: also asks every question through the real answer pipeline (router, retrieval,
 the chat model, citations, attachments; follow-ups with their history as a conversation) and
 scores the answers (see assistant.answering.evaluation): citation hit@1/5 and MRR, gold
-recall, answer-key coverage, correct and false abstention, picture attachments, p50/p95
-seconds per answer, per question type and language.
+recall, answer-key coverage (all keys, all within the first 200 characters), correct and false
+abstention, picture attachments, median answer length, quotes cut mid-word, p50/p95 seconds
+per answer, per question type and language.
+Where the manifests beside the question file split the files into a calibration half and a
+held-out half (eval/README.md), every figure is also given per half, and per half and
+language or type.
 --subset ci: only the questions marked "ci" (and with --ingest, only the files that the
 manifest beside the question file marks "ci"): the short run CI makes.
 
@@ -48,6 +52,7 @@ from assistant.answering.evaluation import ANSWER_METRICS, answer_scores, answer
 from assistant.answering.types import MODES
 from assistant.models import Conversation
 from assistant.retrieval.evaluation import (
+    HALVES,
     METRICS,
     PageKey,
     Question,
@@ -55,6 +60,7 @@ from assistant.retrieval.evaluation import (
     by_slice,
     first_rank,
     load_questions,
+    manifest_entries,
     mean_scores,
     scores,
 )
@@ -144,6 +150,8 @@ class Command(BaseCommand):
         if not Collection.objects.visible_to(searcher).filter(pk=target.pk).exists():
             raise CommandError(f"{searcher.email or searcher.username} cannot see collection {target.pk}.")
         self.stdout.write(f"Collection {target.pk} ({target.name}), searched as {searcher.email or searcher.username}")
+        if any(entry.half for entry in entries):
+            self.stdout.write(format_halves(entries))
         started = time.perf_counter()
         report = evaluate(entries, searcher, target, pipelines(), k)
         report["seconds"] = round(time.perf_counter() - started, 1)
@@ -221,6 +229,7 @@ def evaluate(
             "question": question.question,
             "lang": question.lang,
             "type": question.type,
+            "half": question.half,
             "gold": [{"file": file, "page": page} for file, page in sorted(question.gold)],
         }
         for run in runs:
@@ -285,6 +294,7 @@ def evaluate_answers(
                     "id": question.id,
                     "type": question.type,
                     "lang": question.lang,
+                    "half": question.half,
                     "question": question.question,
                     "seconds": round(elapsed, 2),
                     "answer": result["answer"],
@@ -326,51 +336,92 @@ def conversation_for(user: User, target: Collection, question: Question) -> Conv
 
 def ci_files(folder: Path) -> set[str]:
     """The file names that the manifests beside the question file (manifest*.jsonl) mark "ci"."""
-    names: set[str] = set()
-    for manifest in sorted(folder.glob("manifest*.jsonl")):
-        entries = [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
-        names.update(entry["file"] for entry in entries if entry.get("ci") is True)
+    names = {entry["file"] for entry in manifest_entries(folder) if entry.get("ci") is True}
     if not names:
         raise CommandError(f"No manifest*.jsonl in {folder} marks a file for CI.")
     return names
 
 
 def summary(questions: Sequence[Question], rows: Sequence[dict[str, float]]) -> dict[str, Any]:
-    """Mean scores overall, per language and per question type (those that occur)."""
+    """Mean scores overall, per language and per question type (those that occur), and per
+    half where the questions have halves (by_slice)."""
     return by_slice(questions, lambda picked: mean_scores([rows[i] for i in picked]))
 
 
+def format_halves(questions: Sequence[Question]) -> str:
+    """How many questions each half holds, per question type and per language."""
+    kinds = list(dict.fromkeys(question.type for question in questions))
+    langs = sorted({question.lang for question in questions})
+    columns = [*kinds, *langs, "all"]
+    lines = ["Questions per half:", f"{'':<14}" + "".join(f"{column:>13}" for column in columns)]
+    for half in (*HALVES, ""):
+        picked = [question for question in questions if question.half == half]
+        if not picked:
+            continue
+        counts = [sum(column in (q.type, q.lang) for q in picked) for column in columns[:-1]]
+        lines.append(f"{half or '(none)':<14}" + "".join(f"{count:>13}" for count in [*counts, len(picked)]))
+    return "\n".join(lines)
+
+
+REPORT_TABLES = (
+    ("Overall", None),
+    ("By language", "by_lang"),
+    ("By question type", "by_type"),
+    ("By half", "by_half"),
+    ("By half and language", "by_half_lang"),
+    ("By half and question type", "by_half_type"),
+)
+
+
 def format_report(report: dict[str, Any]) -> str:
-    """Three plain tables: overall, per language, per question type."""
-    header = f"{'pipeline':<14}{'slice':<10}{'n':>4}" + "".join(f"{metric:>9}" for metric in METRICS)
+    """Plain tables: overall, per language, per question type, and where the questions have
+    halves, per half, per half and language, per half and question type."""
     lines = [f"\n{report['questions']} questions, k={report['k']}"]
-    for title, key in (("Overall", None), ("By language", "by_lang"), ("By question type", "by_type")):
+    for title, key in REPORT_TABLES:
+        if key is not None and not all(key in report["summary"][name] for name in report["pipelines"]):
+            continue
+        tables = [
+            {"all": report["summary"][name]["overall"]} if key is None else report["summary"][name][key]
+            for name in report["pipelines"]
+        ]
+        width = max([10, *(len(label) + 2 for slices in tables for label in slices)])
+        header = f"{'pipeline':<14}{'slice':<{width}}{'n':>4}" + "".join(f"{metric:>9}" for metric in METRICS)
         lines += ["", title, header, "-" * len(header)]
-        for name in report["pipelines"]:
-            slices = {"all": report["summary"][name]["overall"]} if key is None else report["summary"][name][key]
+        for name, slices in zip(report["pipelines"], tables, strict=True):
             for label, values in slices.items():
                 cells = "".join(f"{values[metric]:>9.3f}" for metric in METRICS)
-                lines.append(f"{name:<14}{label:<10}{int(values['n']):>4}{cells}")
+                lines.append(f"{name:<14}{label:<{width}}{int(values['n']):>4}{cells}")
     timing = ", ".join(f"{name} {ms:.0f} ms" for name, ms in report["mean_ms"].items())
     lines += ["", f"Mean search time: {timing}; {report.get('seconds', 0):.1f} s in all"]
     return "\n".join(lines)
 
 
-def answer_slices(answers: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The answer summary's slices by label: all, then each language, then each type."""
+def answer_slices(answers: dict[str, Any], crossed: bool = False) -> dict[str, dict[str, Any]]:
+    """The answer summary's slices by label: all, then each language, then each type, then
+    each half where there are halves; `crossed`: then each half's languages and types."""
     summary_ = answers["summary"]
-    return {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"]}
+    slices = {"all": summary_["overall"], **summary_["by_lang"], **summary_["by_type"], **summary_.get("by_half", {})}
+    if crossed:
+        slices |= {**summary_.get("by_half_lang", {}), **summary_.get("by_half_type", {})}
+    return slices
 
 
 def format_answers(answers: dict[str, Any]) -> str:
-    """The answer metrics: overall, per language and per question type ("-": does not apply),
-    then each settling decision's share of the answers and of the right ones."""
-    shown = [*ANSWER_METRICS, "p50_s", "p95_s", "evidence_p50_s", "evidence_p95_s"]
-    header = f"{'slice':<14}{'n':>4}" + "".join(f"{metric[:12]:>13}" for metric in shown)
+    """The answer metrics: overall, per language and per question type, and where there are
+    halves per half, per half and language, per half and type ("-": does not apply); then
+    each settling decision's share of the answers and of the right ones."""
+    shown = [*ANSWER_METRICS, "median_chars", "p50_s", "p95_s", "evidence_p50_s", "evidence_p95_s"]
+    slices = answer_slices(answers, crossed=True)
+    width = max(14, *(len(label) + 2 for label in slices))
+    columns = [max(9, len(metric) + 2) for metric in shown]
+    header = f"{'slice':<{width}}{'n':>4}" + "".join(f"{m:>{c}}" for m, c in zip(shown, columns, strict=True))
     lines = [f"\nAnswers: {answers['questions']} questions", header, "-" * len(header)]
-    for label, values in answer_slices(answers).items():
-        cells = "".join(f"{values[m]:>13.3f}" if values[m] is not None else f"{'-':>13}" for m in shown)
-        lines.append(f"{label:<14}{values['n']:>4}{cells}")
+    for label, values in slices.items():
+        cells = "".join(
+            f"{'-':>{c}}" if values.get(m) is None else f"{values[m]:>{c}.{0 if m == 'median_chars' else 3}f}"
+            for m, c in zip(shown, columns, strict=True)
+        )
+        lines.append(f"{label:<{width}}{values['n']:>4}{cells}")
     if answers.get("decisions"):
         lines += ["", f"Settled by (mode {answers.get('mode', '')}): answers, right, answerable"]
         for settled, counts in answers["decisions"].items():
