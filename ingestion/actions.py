@@ -29,6 +29,7 @@ from ingestion import versions
 from ingestion.models import IngestionRun
 from ingestion.parsers.base import ParseError
 from ingestion.parsers.formats import check_indexable, parser_for
+from ingestion.parsers.guard import guarded
 from ingestion.runs import enqueue_run, new_ingest_run
 from ingestion.sniff import VIDEO_LINK, name_mismatch, sniff_file
 from knowledge.actions import check_upload_size, clean_document_path, file_sha256
@@ -134,7 +135,7 @@ def check_replacement(rel_path: str, content: File, mime: str) -> None:
     path = getattr(content, "temporary_file_path", None)  # a large upload is on disk already
     try:
         if path is not None:
-            parser_for(mime).check(Path(path()))
+            guarded(parser_for(mime)).check(Path(path()))
             return
         with tempfile.TemporaryDirectory(prefix="portal-check-") as folder:
             copy = Path(folder) / ("new" + PurePosixPath(rel_path).suffix[-10:])
@@ -142,7 +143,7 @@ def check_replacement(rel_path: str, content: File, mime: str) -> None:
                 content.seek(0)
                 for piece in content.chunks():
                     handle.write(piece)
-            parser_for(mime).check(copy)
+            guarded(parser_for(mime)).check(copy)
     except ParseError as exc:
         raise ValidationError(
             _("“%(name)s” was not stored: %(error)s The version stored before is kept.")

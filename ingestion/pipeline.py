@@ -50,6 +50,7 @@ from ingestion.models import IngestionRun
 from ingestion.pages import enriched_page, save_page
 from ingestion.parsers.base import ParseError, Parser
 from ingestion.parsers.formats import parser_for
+from ingestion.parsers.guard import guarded
 from ingestion.runs import enqueue_run
 from ingestion.stages import Profile, current_profile, profiling, stage
 from ingestion.versions import complete_build_if_done
@@ -156,7 +157,8 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_
         )
         pages = document.pages.count()
         return IngestResult(pages=pages, pages_indexed=0, pages_kept=pages, chunks_written=0)
-    parser = parser_for(document.mime)
+    reader = parser_for(document.mime)
+    parser = guarded(reader, waiting=lambda: _beat(run))
     if run.part_of_id is None:
         # Unsearchable in the pending versions until its pages are valid there again, batch by
         # batch; a run that stopped half-way left some searchable without an IndexedDocument.
@@ -178,13 +180,13 @@ def _ingest(run: IngestionRun, document: Document, embedder: TextEmbedder, part_
             if total:
                 IngestionRun.objects.filter(pk=run.pk).update(total=total)
                 run.total = total
-                _split(run, parser, total, part_pages)
+                _split(run, reader, total, part_pages)
         if run.last_page is not None:  # a part, or the first pages of a split document
             parsing = parser.page_range(original, run.first_page or 1, run.last_page)
         else:
             parsing = parser.pages(original)
         started = time.perf_counter()
-        pages_read = metrics.INGESTED_PAGES.labels(format_name(parser))
+        pages_read = metrics.INGESTED_PAGES.labels(format_name(reader))
         for parsed in parsing:
             pages_read.inc()
             with stage("database"):
@@ -357,18 +359,24 @@ def _finish_document(document: Document, versions: list[IndexVersion], numbers: 
         )
 
 
-def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
-    """Record progress and a heartbeat, stop if cancelled (one query for all three), and tell
-    watchers at most a few times a second. True when an event was sent."""
+def _beat(run: IngestionRun, pages: int | None = None) -> None:
+    """Record a heartbeat (and the pages done, when given), and stop if the run was cancelled:
+    one query. Called for each page, and every few seconds while one page takes long."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE ingestion_ingestionrun SET progress = %s, heartbeat_at = %s WHERE id = %s "
-            "RETURNING cancel_requested",
+            "UPDATE ingestion_ingestionrun SET progress = COALESCE(%s, progress), heartbeat_at = %s "
+            "WHERE id = %s RETURNING cancel_requested",
             [pages, timezone.now(), run.pk],
         )
         row = cursor.fetchone()
     if row and row[0]:
         raise Cancelled
+
+
+def _progress(run: IngestionRun, pages: int, last_event: float) -> bool:
+    """Record progress and a heartbeat, stop if cancelled, and tell watchers at most a few
+    times a second. True when an event was sent."""
+    _beat(run, pages)
     if run.document_id is None or time.monotonic() - last_event < EVENT_INTERVAL:
         return False
     shown = run

@@ -67,6 +67,29 @@ class Profile:
         self._charge()
         self._stack.pop()
 
+    def take(self) -> tuple[dict[str, float], dict[str, int]]:
+        """The seconds and counts recorded since the last take, to hand to another process's
+        profile (a parser's child: ingestion.parsers.guard); "other" stays here."""
+        self._charge()
+        seconds = {name: value for name, value in self.seconds.items() if name != "other"}
+        counts = dict(self.counts)
+        for name in seconds:
+            del self.seconds[name]
+        self.counts.clear()
+        return seconds, counts
+
+    def absorb(self, seconds: dict[str, float], counts: dict[str, int]) -> None:
+        """Stages timed in a child this process waited for: they replace that much of the
+        wait, which was charged to the current stage, so the stages still add up to wall time."""
+        self._charge()
+        current = self._stack[-1] if self._stack else "other"
+        moved = min(sum(seconds.values()), self.seconds.get(current, 0.0))
+        self.seconds[current] = self.seconds.get(current, 0.0) - moved
+        for name, value in seconds.items():
+            self.seconds[name] = self.seconds.get(name, 0.0) + value
+        for name, count in counts.items():
+            self.counts[name] = self.counts.get(name, 0) + count
+
     def page_done(self, number: int, seconds: float) -> None:
         if self.slowest_page is None or seconds > self.slowest_page[1]:
             self.slowest_page = (number, seconds)

@@ -360,6 +360,11 @@ MODEL_SPIN_COUNT = env_int("PORTAL_MODEL_SPIN_COUNT", 1000, minimum=0)
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", str(MODEL_SPIN_COUNT))
 MODELS_DIR = Path(env_str("PORTAL_MODELS_DIR") or VAR_DIR / "models").resolve()
+# Parsers run in a child process (ingestion/parsers/guard.py): a page that takes longer than
+# this many seconds to read ends it, and its document fails saying so; the worker goes on.
+# Parsers that wait on a program with its own limit (ffmpeg, LibreOffice) add that limit to
+# their page's. 0: parsers run in the worker, with no limit (for debugging).
+PARSE_PAGE_SECONDS = env_int("PORTAL_PARSE_PAGE_SECONDS", 120, minimum=0)
 # A running ingestion with no progress for this long lost its worker: it is queued again.
 RUN_STALE_MINUTES = env_int("PORTAL_RUN_STALE_MINUTES", 10, minimum=1)
 # Times the reconciler (ingestion/reconcile.py) sends back the same stuck document, run or

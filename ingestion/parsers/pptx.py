@@ -31,6 +31,7 @@ from pptx.table import Table
 from ingestion.parsers.archive import check_archive
 from ingestion.parsers.base import BBox, Block, ParsedPage, ParseError, Parser, markdown_table
 from ingestion.parsers.docx import image_png
+from ingestion.parsers.guard import allow
 from ingestion.sniff import PPTX
 
 log = logging.getLogger(__name__)
@@ -255,6 +256,7 @@ def _convert(office: str, source: Path, folder: Path) -> Path | None:
     # Its own profile: two conversions sharing the default one make the second fail.
     profile = f"-env:UserInstallation={(folder / 'profile').as_uri()}"
     command = [office, profile, "--headless", "--convert-to", "pdf", "--outdir", str(folder), str(deck)]
+    allow(CONVERT_TIMEOUT_S)  # the slide's own time limit waits for LibreOffice's
     with subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     ) as process:

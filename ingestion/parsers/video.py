@@ -23,6 +23,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from ingestion.parsers.base import Block, ParsedPage, ParseError, Parser
+from ingestion.parsers.guard import allow
 from ingestion.sniff import MOV, MP4, WEBM
 
 SEGMENT_SECONDS = 60  # one page per minute of video
@@ -106,6 +107,7 @@ def _ffmpeg() -> str:
 
 
 def _run(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    allow(timeout)  # the page's own time limit waits for ffmpeg's
     try:
         return subprocess.run(
             command, capture_output=True, text=True, errors="replace", timeout=timeout, stdin=subprocess.DEVNULL
