@@ -40,6 +40,7 @@ from assistant.answering.decisions import Decision, Figure
 from assistant.answering.events import AnswerDelta, AnswerReplaced, Event, EvidenceFound, StageEntered
 from assistant.answering.session import Draft
 from assistant.answering.types import Source
+from assistant.answering.whole import whole
 from assistant.retrieval import lexical
 from assistant.retrieval.fusion import media_intent
 from assistant.retrieval.scope import Scope
@@ -114,7 +115,9 @@ def similarity(question: str, texts: Sequence[str]) -> list[float]:
 
 
 def read(draft: Draft, sources: Sequence[Source], step_query: str = "") -> reader.Reading:
-    """The reader's candidates among `sources`, the decision recorded."""
+    """The reader's candidates among `sources` (their sentences made whole: answering.whole),
+    the decision recorded."""
+    sources = [replace(source, hit=hit) for source, hit in zip(sources, whole([s.hit for s in sources]), strict=True)]
     try:
         reading = reader.read(draft.query, sources, similarity=similarity, step_query=step_query)
     except Exception:  # an embedder failure costs the similarity, not the answer

@@ -27,7 +27,7 @@ from assistant.answering.evidence import said
 from assistant.answering.types import Source
 from assistant.answering.values import NUMBER, normalise, number_in, plain
 from common.language import Language
-from common.text import CJK, NUMERAL, TOKEN, unmarked
+from common.text import CJK, NUMERAL, TOKEN, is_cjk, unmarked
 
 LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)、]|[-*+])\s+", re.M)
 QUOTED = re.compile(r"[“\"「『`‘]([^”\"」』`’\n]{2,80})[”\"」』`’]")
@@ -177,4 +177,19 @@ def shorten(span: str, wanted: passages.Terms | None = None) -> str:
     if len(span) <= QUOTE_CHARS:
         return span
     focused = passages.focus(span, wanted or passages.terms(span[:QUOTE_CHARS]), passages.tokens(span[:QUOTE_CHARS]))
-    return focused[: QUOTE_CHARS + 20]
+    return cut(focused, QUOTE_CHARS + 20)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters, ended after its last whole sentence that fits, else
+    at a word's end, with "…" where something was left out; never inside a word."""
+    if len(text) <= limit:
+        return text
+    room = text[: limit - 1]
+    ends = [match.end() for match in passages.SENTENCE.finditer(room) if match.end() > limit // 2]
+    if ends:
+        return room[: ends[-1]].rstrip() + " …"
+    space = room.rfind(" ")
+    if space > limit // 2 and not is_cjk(room[space - 1]):
+        return room[:space].rstrip() + " …"
+    return room + "…"
