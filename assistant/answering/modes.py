@@ -478,7 +478,7 @@ def steps_answer(draft: Draft) -> Iterator[Event]:
         yield from writing.decline(draft, [])
         return
     draft.trail.add("decide", "answer", "each step's quote", final=True, steps=len(draft.steps), answered=len(lines))
-    draft.text = prompts.STEPS_INTRO[draft.language] + "\n\n" + "\n".join(lines)
+    draft.text = "\n".join(lines)  # no preamble: each line leads with what its step found
     draft.quotes = quotes
     if "first_token" not in draft.session.timings:
         draft.session.mark("first_token")

@@ -212,20 +212,18 @@ def label(language: Language, key: str) -> str:
 
 
 def evidence_lead(language: Language, quotes: Sequence[tuple[str, int, str, str]]) -> str:
-    """The portal's own answer from the evidence reader's quotes (answering.modes): a one-line
-    lead in the question's language, then each quote in its own words (a quote in another
-    language than the question's stays in its own), with its file, place and [n]. `quotes`:
-    (text, number, file, place)."""
+    """The portal's own answer from the evidence reader's quotes (answering.modes): the quotes
+    first, each in its own words (a quote in another language than the question's stays in
+    its own) with its [n], then where it is (file and place) in the question's language; no
+    preamble, so that what answers is what a person reads first. `quotes`: (text, number,
+    file, place)."""
     lines = []
     for text, number, name, place in quotes:
-        if language == "zh":
-            lines.append(f"《{name}》{place}：“{text}” [{number}]")
-        else:
-            lines.append(f'"{name}", {place}: “{text}” [{number}]')
-    lead = "资料原文：" if language == "zh" else "The documents say:"
+        where = f"《{name}》{place}" if language == "zh" else f'"{name}", {place}'
+        lines.append(f"“{text}” [{number}] — {where}")
     if len(lines) == 1:
-        return f"{lead}\n\n{lines[0]}"
-    return lead + "\n\n" + "\n".join(f"- {line}" for line in lines)
+        return lines[0]
+    return "\n".join(f"- {line}" for line in lines)
 
 
 def remembered_lead(language: Language, fact: str) -> str:

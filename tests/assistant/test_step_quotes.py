@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from assistant.answering import modes, prompts
+from assistant.answering import modes
 from assistant.answering.reader import Candidate, Reading
 from assistant.answering.session import Draft
 from assistant.answering.types import Source, StepEvidence
@@ -48,8 +48,7 @@ def test_a_step_quotes_a_second_passage_that_scores_nearly_as_well_and_not_one_f
     draft = draft_for({1: first, 2: second})
     list(modes.steps_answer(draft))
     assert draft.text == (
-        prompts.STEPS_INTRO["zh"]
-        + "\n\n- 多倍行距的倍数缺省取多少？：“用户可以指定“多倍行距”的“倍数”。” [1]；"
+        "- 多倍行距的倍数缺省取多少？：“用户可以指定“多倍行距”的“倍数”。” [1]；"
         + "“MSWordLineSpacingMultiple 缺省值是 1.15。” [2]"
         + "\n- 字号的多少倍？：“微软雅黑 Regular/Bold 3513/2048 = 1.715” [3]"
     )
