@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 
 from knowledge.models import Collection
 from knowledge.principal import about_token_collections
-from portal.typing import AnyUser
+from portal.typing import AnyUser, User
 
 
 class ConversationQuerySet(models.QuerySet["Conversation"]):
@@ -77,6 +77,8 @@ class Conversation(models.Model):
     ) -> Conversation:
         """A conversation of `user` over `collection` holding these (role, content) turns, as
         if the user had asked them: where an evaluation asks a follow-up question."""
+        if not isinstance(user, User):  # an evaluation runs as a person: never anonymous
+            raise TypeError("a conversation belongs to a signed-in user")
         conversation = cls.objects.create(user=user, title=title[:80])
         conversation.collections.add(collection)
         Message.objects.bulk_create(
