@@ -462,7 +462,7 @@ def steps_answer(draft: Draft) -> Iterator[Event]:
     lines: list[str] = []
     quotes: dict[int, str] = {}
     wanted = passages.terms(draft.query)
-    colon, between = ("：", "；") if draft.language == "zh" else (": ", "; ")
+    between = "；" if draft.language == "zh" else "; "
     for step in draft.steps:
         reading = draft.step_readings.get(step.number)
         if reading is None or reading.best is None or unanswered(reading) is not None:
@@ -472,7 +472,7 @@ def steps_answer(draft: Draft) -> Iterator[Event]:
             quote = verify.shorten(candidate.window, wanted)
             quotes[candidate.source.number] = quote
             cited.append(f"“{quote}” [{candidate.source.number}]")
-        lines.append(f"- {step.query}{colon}{between.join(cited)}")
+        lines.append(f"- {between.join(cited)}")  # the quotes name what they answer; the step's words add nothing
     if not lines:
         draft.trail.add("decide", "decline", "low_evidence", final=True, steps=len(draft.steps))
         yield from writing.decline(draft, [])

@@ -48,9 +48,9 @@ def test_a_step_quotes_a_second_passage_that_scores_nearly_as_well_and_not_one_f
     draft = draft_for({1: first, 2: second})
     list(modes.steps_answer(draft))
     assert draft.text == (
-        "- 多倍行距的倍数缺省取多少？：“用户可以指定“多倍行距”的“倍数”。” [1]；"
+        "- “用户可以指定“多倍行距”的“倍数”。” [1]；"
         + "“MSWordLineSpacingMultiple 缺省值是 1.15。” [2]"
-        + "\n- 字号的多少倍？：“微软雅黑 Regular/Bold 3513/2048 = 1.715” [3]"
+        + "\n- “微软雅黑 Regular/Bold 3513/2048 = 1.715” [3]"
     )
     assert set(draft.quotes) == {1, 2, 3}
     assert [(d.stage, d.outcome, d.figures) for d in draft.trail.decisions] == [
