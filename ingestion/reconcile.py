@@ -206,36 +206,46 @@ def queue_waiting(queue: str) -> int:
 
 
 def _mend_silent(problem: Problem) -> Finding | None:
-    run = problem.run
-    assert run is not None
-    tries = _tries(problem)
-    if tries >= settings.RECONCILE_TRIES:
-        message = _(
-            "Its worker stopped %(tries)d times while working on it (killed, out of memory or its machine "
-            "lost), so it was not queued again. Check the workers' memory and logs, then run it again."
-        ) % {"tries": tries + 1}
-        return _record(problem, Finding.Outcome.FAILED, tries, message) if _fail_run(run, message) else None
-    if not requeue_stale(IngestionRun.objects.filter(pk=run.pk), enqueue_run):
-        return None  # it gave a sign of life, or ended, meanwhile
-    return _record(problem, Finding.Outcome.SENT_BACK, tries)
+    gave_up = _(
+        "Its worker stopped %(tries)d times while working on it (killed, out of memory or its machine "
+        "lost), so it was not queued again. Check the workers' memory and logs, then run it again."
+    )
+    return _mend_run(
+        problem, gave_up, lambda run: bool(requeue_stale(IngestionRun.objects.filter(pk=run.pk), enqueue_run))
+    )
 
 
 def _mend_lost(problem: Problem) -> Finding | None:
-    run = problem.run
-    assert run is not None
-    tries = _tries(problem)
-    if tries >= settings.RECONCILE_TRIES:
-        message = _(
-            "Its task was sent %(tries)d times and no worker took it. Check that the ingestion workers "
-            "run and reach Redis (manage.py up starts them), then run it again."
-        ) % {"tries": tries + 1}
-        return _record(problem, Finding.Outcome.FAILED, tries, message) if _fail_run(run, message) else None
+    gave_up = _(
+        "Its task was sent %(tries)d times and no worker took it. Check that the ingestion workers "
+        "run and reach Redis (manage.py up starts them), then run it again."
+    )
+    return _mend_run(problem, gave_up, _send_again)
+
+
+def _send_again(run: IngestionRun) -> bool:
+    """A queued run's task sent again; False when it is no longer queued."""
     # Marked as sent (heartbeat_at) in the same UPDATE that checks it is still queued.
     if not IngestionRun.objects.filter(pk=run.pk, status=IngestionRun.Status.QUEUED).update(
         heartbeat_at=timezone.now()
     ):
-        return None
+        return False
     enqueue_run(run)  # sent at once: no transaction is open here
+    return True
+
+
+def _mend_run(problem: Problem, gave_up: str, send_back: Callable[[IngestionRun], bool]) -> Finding | None:
+    """A silent or lost run sent back by `send_back` (False: it moved on meanwhile), or, once
+    it has been sent back PORTAL_RECONCILE_TRIES times, failed with `gave_up` (its %(tries)d:
+    the times it was sent)."""
+    run = problem.run
+    assert run is not None
+    tries = _tries(problem)
+    if tries >= settings.RECONCILE_TRIES:
+        message = gave_up % {"tries": tries + 1}
+        return _record(problem, Finding.Outcome.FAILED, tries, message) if _fail_run(run, message) else None
+    if not send_back(run):
+        return None
     return _record(problem, Finding.Outcome.SENT_BACK, tries)
 
 
