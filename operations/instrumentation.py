@@ -18,12 +18,12 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from celery.signals import task_postrun, task_prerun
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 
 from common import metrics
+from common.middleware import SyncAndAsync
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNRESOLVED = "none"  # no route matched (a 404 for a path that is no URL of the portal)
@@ -57,22 +57,11 @@ def view_name(request: HttpRequest) -> str:
     return STATIC if request.path.startswith(settings.STATIC_URL or "/static/") else UNRESOLVED
 
 
-class RequestMetrics:
+class RequestMetrics(SyncAndAsync):
     """Counts and times every request; first in MIDDLEWARE, so that it sees the response the
     client gets (an exception below has become a 500 by then) and times all the others."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
+    def _call(self, request: HttpRequest) -> HttpResponseBase:
         started = time.perf_counter()
         response = self.get_response(request)
         self._count(request, response, started)

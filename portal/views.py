@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,6 +12,7 @@ from django.views import defaults
 from django.views.decorators.cache import never_cache
 
 from agents.completions import error_body
+from common.middleware import SyncAndAsync
 from knowledge.api.views import server_error_detail
 from portal.health import database_status, redis_status, storage_status, worker_status
 
@@ -87,25 +86,13 @@ def status_detail(status: int) -> str:
     return details.get(status) or _("The request failed (HTTP status %(status)d).") % {"status": status}
 
 
-class JsonErrors:
+class JsonErrors(SyncAndAsync):
     """An error status under /api/ or /v1/ answered in HTML, in plain text or with no body
     becomes json_error()'s, its headers kept (Content-Range, Allow, WWW-Authenticate). An
     error DRF raised keeps its data (the browsable API renders it as a page for a browser). A
-    JSON body or an event stream (the ask endpoint's `event: error`) is left as it is. Async
-    and sync alike, as operations.instrumentation.RequestMetrics: no thread per request."""
+    JSON body or an event stream (the ask endpoint's `event: error`) is left as it is."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self.is_async:
-            return self._acall(request)
+    def _call(self, request: HttpRequest) -> HttpResponseBase:
         return as_json(request, self.get_response(request))
 
     async def _acall(self, request: HttpRequest) -> HttpResponseBase:
